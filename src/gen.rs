@@ -1,0 +1,193 @@
+//! Seeded matrix generators for tests and benchmarks.
+//!
+//! Stencil matrices (Laplacians) are symmetric positive definite (Dirichlet boundary: the
+//! diagonal equals the full stencil weight on every row, boundary rows included). Random
+//! generators take a seed and give the same matrix for the same arguments on every machine
+//! and any number of threads: each row draws from its own generator, seeded from the seed
+//! and the row index.
+
+use crate::{CsrMatrix, Scalar};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+/// SplitMix64: a fast, well-mixed hash used to derive per-row seeds.
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn row_rng(seed: u64, row: usize) -> StdRng {
+    StdRng::seed_from_u64(splitmix(seed ^ splitmix(row as u64)))
+}
+
+/// Assembles CSR from per-row (sorted, unique) column lists and values.
+fn assemble<T: Scalar>(nrows: usize, ncols: usize, rows: Vec<(Vec<u32>, Vec<T>)>) -> CsrMatrix<T> {
+    let mut offsets = Vec::with_capacity(nrows + 1);
+    offsets.push(0u32);
+    let nnz: usize = rows.iter().map(|r| r.0.len()).sum();
+    assert!(nnz <= crate::INDEX_LIMIT && nrows <= crate::INDEX_LIMIT && ncols <= crate::INDEX_LIMIT, "generated matrix exceeds INDEX_LIMIT");
+    let mut cols = Vec::with_capacity(nnz);
+    let mut vals = Vec::with_capacity(nnz);
+    for (c, v) in rows {
+        cols.extend_from_slice(&c);
+        vals.extend_from_slice(&v);
+        offsets.push(cols.len() as u32);
+    }
+    CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).expect("generators build valid CSR")
+}
+
+/// A stencil on a `nx x ny x nz` grid with the given offsets; the diagonal is the number of
+/// off-diagonal stencil points, every neighbour inside the grid is -1.
+fn stencil<T: Scalar>(nx: usize, ny: usize, nz: usize, offsets: &[(i64, i64, i64)]) -> CsrMatrix<T> {
+    let n = nx * ny * nz;
+    let diag = T::from_f64((offsets.len() - 1) as f64);
+    let rows: Vec<(Vec<u32>, Vec<T>)> = (0..n)
+        .into_par_iter()
+        .with_min_len(4096)
+        .map(|row| {
+            let (x, y, z) = ((row % nx) as i64, ((row / nx) % ny) as i64, (row / (nx * ny)) as i64);
+            let mut cols = Vec::with_capacity(offsets.len());
+            let mut vals = Vec::with_capacity(offsets.len());
+            // offsets are sorted by linear index, so columns come out sorted
+            for &(dx, dy, dz) in offsets {
+                let (a, b, c) = (x + dx, y + dy, z + dz);
+                if a < 0 || b < 0 || c < 0 || a >= nx as i64 || b >= ny as i64 || c >= nz as i64 {
+                    continue;
+                }
+                cols.push((a as usize + nx * (b as usize + ny * c as usize)) as u32);
+                vals.push(if (dx, dy, dz) == (0, 0, 0) { diag } else { -T::ONE });
+            }
+            (cols, vals)
+        })
+        .collect();
+    assemble(n, n, rows)
+}
+
+/// The 2D 5-point Laplacian on an `n x n` grid: `n^2` rows, diagonal 4, neighbours -1.
+/// Symmetric positive definite.
+///
+/// # Panics
+///
+/// If `n^2` rows exceed [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn laplacian_2d<T: Scalar>(n: usize) -> CsrMatrix<T> {
+    stencil(n, n, 1, &[(0, -1, 0), (-1, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0)])
+}
+
+/// The 3D 7-point Laplacian on an `n x n x n` grid: diagonal 6, neighbours -1. SPD.
+///
+/// # Panics
+///
+/// If the matrix exceeds [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn laplacian_3d_7pt<T: Scalar>(n: usize) -> CsrMatrix<T> {
+    stencil(n, n, n, &[(0, 0, -1), (0, -1, 0), (-1, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)])
+}
+
+/// The 3D 27-point stencil on an `n x n x n` grid: diagonal 26, every neighbour (faces,
+/// edges, corners) -1. SPD. For `n = 100`: 1,000,000 rows, 26,463,592 entries.
+///
+/// # Panics
+///
+/// If the matrix exceeds [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn laplacian_3d_27pt<T: Scalar>(n: usize) -> CsrMatrix<T> {
+    let mut offs = Vec::with_capacity(27);
+    for dz in -1..=1 {
+        for dy in -1..=1 {
+            for dx in -1..=1 {
+                offs.push((dx, dy, dz));
+            }
+        }
+    }
+    stencil(n, n, n, &offs)
+}
+
+/// Sorts, deduplicates and draws values for one row's sampled columns.
+fn finish_row<T: Scalar>(rng: &mut StdRng, mut cols: Vec<u32>) -> (Vec<u32>, Vec<T>) {
+    cols.sort_unstable();
+    cols.dedup();
+    let vals = cols.iter().map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
+    (cols, vals)
+}
+
+/// A random matrix whose rows each draw `per_row` columns uniformly with replacement
+/// (duplicates merged, so a row may hold slightly fewer), values uniform in `[-1, 1)`.
+///
+/// # Panics
+///
+/// If `ncols == 0` while `per_row > 0`, or the matrix exceeds
+/// [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn random_uniform<T: Scalar>(nrows: usize, ncols: usize, per_row: usize, seed: u64) -> CsrMatrix<T> {
+    assert!(ncols > 0 || per_row == 0, "random_uniform: no columns to draw from");
+    let rows = (0..nrows)
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|i| {
+            let mut rng = row_rng(seed, i);
+            let cols = (0..per_row).map(|_| rng.random_range(0..ncols as u32)).collect();
+            finish_row(&mut rng, cols)
+        })
+        .collect();
+    assemble(nrows, ncols, rows)
+}
+
+/// A random matrix with power-law row lengths: row length `floor(scale * L) + 1`, capped at
+/// `max_len` (and at `ncols`), where `L` follows a Lomax (Pareto II) law of shape `shape`
+/// (`P(L > t) = (1 + t)^-shape`), as NumPy's `random.pareto` draws. Columns uniform with
+/// duplicates merged, values uniform in `[-1, 1)`.
+///
+/// `power_law(1_000_000, 1_000_000, 1.2, 3.0, 20_000, seed)` is the `powerlaw_1M` matrix of
+/// the benchmark anchors (mean row length about 12.8, longest about 20000).
+///
+/// # Panics
+///
+/// If `shape <= 0`, `ncols == 0` with `nrows > 0`, or the matrix exceeds
+/// [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn power_law<T: Scalar>(nrows: usize, ncols: usize, shape: f64, scale: f64, max_len: usize, seed: u64) -> CsrMatrix<T> {
+    assert!(shape > 0.0, "power_law: shape must be positive");
+    assert!(ncols > 0 || nrows == 0, "power_law: no columns to draw from");
+    let cap = max_len.min(ncols).max(1);
+    let rows = (0..nrows)
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|i| {
+            let mut rng = row_rng(seed, i);
+            let u: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+            let lomax = u.powf(-1.0 / shape) - 1.0;
+            let len = ((scale * lomax).floor() as usize).saturating_add(1).min(cap);
+            let cols = (0..len).map(|_| rng.random_range(0..ncols as u32)).collect();
+            finish_row(&mut rng, cols)
+        })
+        .collect();
+    assemble(nrows, ncols, rows)
+}
+
+/// A symmetric, strictly diagonally dominant (hence SPD) banded `n x n` matrix: every
+/// `(i, j)` with `|i - j| <= half_bandwidth` is stored, off-diagonal values in
+/// `[-1, -0.1)` drawn from a hash of `(min(i, j), max(i, j), seed)`, and the diagonal is one
+/// more than the sum of the row's off-diagonal magnitudes.
+///
+/// # Panics
+///
+/// If the matrix exceeds [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+pub fn banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) -> CsrMatrix<T> {
+    let off = |i: usize, j: usize| -> f64 {
+        let (a, b) = (i.min(j) as u64, i.max(j) as u64);
+        let h = splitmix(seed ^ splitmix(a.wrapping_mul(0x1_0000_0001) ^ splitmix(b)));
+        -(0.1 + 0.9 * (h >> 11) as f64 / (1u64 << 53) as f64)
+    };
+    let rows = (0..n)
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|i| {
+            let lo = i.saturating_sub(half_bandwidth);
+            let hi = (i + half_bandwidth).min(n.saturating_sub(1));
+            let cols: Vec<u32> = (lo..=hi).map(|j| j as u32).collect();
+            let sum: f64 = (lo..=hi).filter(|&j| j != i).map(|j| off(i, j).abs()).sum();
+            let vals = (lo..=hi).map(|j| T::from_f64(if j == i { sum + 1.0 } else { off(i, j) })).collect();
+            (cols, vals)
+        })
+        .collect();
+    assemble(n, n, rows)
+}
