@@ -1,1 +1,3 @@
-fn main() { println!("cargo:rerun-if-changed=build.rs"); }
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+}

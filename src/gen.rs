@@ -28,7 +28,10 @@ fn assemble<T: Scalar>(nrows: usize, ncols: usize, rows: Vec<(Vec<u32>, Vec<T>)>
     let mut offsets = Vec::with_capacity(nrows + 1);
     offsets.push(0u32);
     let nnz: usize = rows.iter().map(|r| r.0.len()).sum();
-    assert!(nnz <= crate::INDEX_LIMIT && nrows <= crate::INDEX_LIMIT && ncols <= crate::INDEX_LIMIT, "generated matrix exceeds INDEX_LIMIT");
+    assert!(
+        nnz <= crate::INDEX_LIMIT && nrows <= crate::INDEX_LIMIT && ncols <= crate::INDEX_LIMIT,
+        "generated matrix exceeds INDEX_LIMIT"
+    );
     let mut cols = Vec::with_capacity(nnz);
     let mut vals = Vec::with_capacity(nnz);
     for (c, v) in rows {
@@ -144,7 +147,14 @@ pub fn random_uniform<T: Scalar>(nrows: usize, ncols: usize, per_row: usize, see
 ///
 /// If `shape <= 0`, `ncols == 0` with `nrows > 0`, or the matrix exceeds
 /// [`INDEX_LIMIT`](crate::INDEX_LIMIT).
-pub fn power_law<T: Scalar>(nrows: usize, ncols: usize, shape: f64, scale: f64, max_len: usize, seed: u64) -> CsrMatrix<T> {
+pub fn power_law<T: Scalar>(
+    nrows: usize,
+    ncols: usize,
+    shape: f64,
+    scale: f64,
+    max_len: usize,
+    seed: u64,
+) -> CsrMatrix<T> {
     assert!(shape > 0.0, "power_law: shape must be positive");
     assert!(ncols > 0 || nrows == 0, "power_law: no columns to draw from");
     let cap = max_len.min(ncols).max(1);
@@ -190,4 +200,104 @@ pub fn banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) -> CsrMatri
         })
         .collect();
     assemble(n, n, rows)
+}
+
+/// Builds a generated matrix from its name, as the command line and the benchmark suite
+/// write it (the `gen:` prefix is optional):
+///
+/// | name | matrix |
+/// |---|---|
+/// | `lap2d:N` | [`laplacian_2d`]`(N)`: `N^2` rows |
+/// | `lap3d:N` | [`laplacian_3d_7pt`]`(N)`: `N^3` rows |
+/// | `stencil27:N` | [`laplacian_3d_27pt`]`(N)`: `N^3` rows |
+/// | `uniform:ROWS:COLS:PER_ROW[:SEED]` | [`random_uniform`] |
+/// | `powerlaw:ROWS[:SEED]` | [`power_law`]`(ROWS, ROWS, 1.2, 3.0, 20000, SEED)`, the anchors' `powerlaw_1M` at 1000000 |
+/// | `longrows:ROWS[:SEED]` | [`random_uniform`]`(ROWS, 10 * ROWS, 1000, SEED)`, the anchors' `longrows_20k_x1000` at 20000 |
+/// | `banded:N:HALF[:SEED]` | [`banded`]`(N, HALF, SEED)` |
+///
+/// The seed defaults to 42.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an unknown kind, a wrong
+/// number of parameters or a parameter that is not a number, and
+/// [`FormatError::TooLarge`](crate::FormatError::TooLarge) for a matrix past the index limit.
+///
+/// # Example
+///
+/// ```
+/// let a = spgpu::gen::from_spec::<f64>("gen:lap2d:10")?;
+/// assert_eq!((a.nrows(), a.nnz()), (100, 460));
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+pub fn from_spec<T: Scalar>(spec: &str) -> crate::Result<CsrMatrix<T>> {
+    use crate::Error;
+    let body = spec.strip_prefix("gen:").unwrap_or(spec);
+    let mut parts = body.split(':');
+    let kind = parts.next().unwrap_or("");
+    let nums: Vec<usize> = parts
+        .map(|p| {
+            p.replace('_', "")
+                .parse::<usize>()
+                .map_err(|_| Error::InvalidArgument(format!("generated matrix '{spec}': '{p}' is not a whole number")))
+        })
+        .collect::<crate::Result<_>>()?;
+    let arity = |min: usize, max: usize| -> crate::Result<()> {
+        if nums.len() < min || nums.len() > max {
+            Err(Error::InvalidArgument(format!(
+                "generated matrix '{spec}': {kind} takes {} parameter(s), got {}",
+                if min == max { min.to_string() } else { format!("{min} to {max}") },
+                nums.len()
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let seed = |i: usize| nums.get(i).map_or(42, |&s| s as u64);
+    let limit = |rows: usize, per_row: usize| -> crate::Result<()> {
+        crate::format::check_index_limit("rows", rows)?;
+        crate::format::check_index_limit("stored entries", rows.saturating_mul(per_row))?;
+        Ok(())
+    };
+    match kind {
+        "lap2d" => {
+            arity(1, 1)?;
+            limit(nums[0].saturating_mul(nums[0]), 5)?;
+            Ok(laplacian_2d(nums[0]))
+        }
+        "lap3d" | "stencil27" => {
+            arity(1, 1)?;
+            let n = nums[0].saturating_mul(nums[0]).saturating_mul(nums[0]);
+            limit(n, if kind == "lap3d" { 7 } else { 27 })?;
+            Ok(if kind == "lap3d" { laplacian_3d_7pt(nums[0]) } else { laplacian_3d_27pt(nums[0]) })
+        }
+        "uniform" => {
+            arity(3, 4)?;
+            limit(nums[0], nums[2])?;
+            crate::format::check_index_limit("columns", nums[1])?;
+            if nums[1] == 0 && nums[2] > 0 {
+                return Err(Error::InvalidArgument(format!("generated matrix '{spec}': no columns to draw from")));
+            }
+            Ok(random_uniform(nums[0], nums[1], nums[2], seed(3)))
+        }
+        "powerlaw" => {
+            arity(1, 2)?;
+            limit(nums[0], 20_000.min(nums[0]))?;
+            Ok(power_law(nums[0], nums[0], 1.2, 3.0, 20_000, seed(1)))
+        }
+        "longrows" => {
+            arity(1, 2)?;
+            limit(nums[0].saturating_mul(10), 1000)?;
+            Ok(random_uniform(nums[0], nums[0] * 10, 1000.min(nums[0] * 10), seed(1)))
+        }
+        "banded" => {
+            arity(2, 3)?;
+            limit(nums[0], 2 * nums[1] + 1)?;
+            Ok(banded(nums[0], nums[1], seed(2)))
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "unknown generated matrix '{spec}': expected lap2d:N, lap3d:N, stencil27:N, uniform:ROWS:COLS:PER_ROW, \
+             powerlaw:ROWS, longrows:ROWS or banded:N:HALF"
+        ))),
+    }
 }

@@ -14,7 +14,7 @@ mod stats;
 
 pub use coo::CooMatrix;
 pub use csr::CsrMatrix;
-pub use ell::{EllMatrix, ELL_PADDING, DEFAULT_MAX_ELL_PADDING_RATIO};
+pub use ell::{EllMatrix, DEFAULT_MAX_ELL_PADDING_RATIO, ELL_PADDING};
 pub use stats::RowStats;
 
 /// The largest dimension, and the largest number of stored entries, that a matrix may have.
