@@ -69,7 +69,10 @@ impl<T: Scalar> CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge`, `LengthMismatch`, `RowOutOfBounds` or `ColumnOutOfBounds`.
+    /// The first broken invariant, checked in this order: `TooLarge` (a dimension or the
+    /// triplet count past [`INDEX_LIMIT`](super::INDEX_LIMIT)), `LengthMismatch` (row
+    /// indices, then column indices, against the values), then triplet by triplet
+    /// `RowOutOfBounds` or `ColumnOutOfBounds`.
     pub fn try_from_triplets(
         nrows: usize,
         ncols: usize,
@@ -77,21 +80,21 @@ impl<T: Scalar> CooMatrix<T> {
         cols: Vec<u32>,
         values: Vec<T>,
     ) -> Result<Self, FormatError> {
-        check_index_limit("rows", nrows)?;
-        check_index_limit("columns", ncols)?;
-        check_index_limit("stored entries", values.len())?;
-        if rows.len() != values.len() || cols.len() != values.len() {
-            return Err(FormatError::LengthMismatch { indices: rows.len().max(cols.len()), values: values.len() });
-        }
-        for (index, (&r, &c)) in rows.iter().zip(&cols).enumerate() {
-            if r as usize >= nrows {
-                return Err(FormatError::RowOutOfBounds { index, row: r as usize, nrows });
-            }
-            if c as usize >= ncols {
-                return Err(FormatError::ColumnOutOfBounds { row: r as usize, col: c as usize, ncols });
-            }
-        }
+        super::validate_coo(nrows, ncols, &rows, &cols, values.len())?;
         Ok(CooMatrix { nrows, ncols, rows, cols, values })
+    }
+
+    /// Like [`try_from_triplets`](Self::try_from_triplets) for `usize` indices: validates
+    /// them as they are, then narrows them to `u32` (a copy); the values move.
+    pub(crate) fn try_from_usize_triplets(
+        nrows: usize,
+        ncols: usize,
+        rows: &[usize],
+        cols: &[usize],
+        values: Vec<T>,
+    ) -> Result<Self, FormatError> {
+        super::validate_coo(nrows, ncols, rows, cols, values.len())?;
+        Ok(CooMatrix { nrows, ncols, rows: super::narrow(rows), cols: super::narrow(cols), values })
     }
 
     /// Adds one triplet.
@@ -193,7 +196,7 @@ impl<T: Scalar> From<&CsrMatrix<T>> for CooMatrix<T> {
     fn from(a: &CsrMatrix<T>) -> Self {
         let mut rows = Vec::with_capacity(a.nnz());
         for i in 0..a.nrows() {
-            rows.extend(std::iter::repeat_n(i as u32, a.row_len(i)));
+            rows.resize(rows.len() + a.row_len(i), i as u32);
         }
         CooMatrix {
             nrows: a.nrows(),
@@ -202,5 +205,32 @@ impl<T: Scalar> From<&CsrMatrix<T>> for CooMatrix<T> {
             cols: a.col_indices().to_vec(),
             values: a.values().to_vec(),
         }
+    }
+}
+
+impl<T: Scalar> From<&CooMatrix<T>> for CsrMatrix<T> {
+    /// The same as [`CooMatrix::to_csr`]: columns sorted, duplicates summed.
+    fn from(a: &CooMatrix<T>) -> Self {
+        a.to_csr()
+    }
+}
+
+impl<T: Scalar> From<CooMatrix<T>> for CsrMatrix<T> {
+    /// The same as [`CooMatrix::to_csr`]: columns sorted, duplicates summed.
+    fn from(a: CooMatrix<T>) -> Self {
+        a.to_csr()
+    }
+}
+
+impl<T: Scalar> From<CsrMatrix<T>> for CooMatrix<T> {
+    /// Expands the row offsets into one row index per entry; the column indices and the
+    /// values move.
+    fn from(a: CsrMatrix<T>) -> Self {
+        let (nrows, ncols, offsets, cols, values) = a.into_parts();
+        let mut rows = Vec::with_capacity(cols.len());
+        for (i, w) in offsets.windows(2).enumerate() {
+            rows.resize(rows.len() + (w[1] - w[0]) as usize, i as u32);
+        }
+        CooMatrix { nrows, ncols, rows, cols, values }
     }
 }

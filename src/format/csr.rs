@@ -52,9 +52,11 @@ impl<T: Scalar> CsrMatrix<T> {
     ///
     /// # Errors
     ///
-    /// A [`FormatError`] naming the first invariant found broken: `TooLarge`,
-    /// `OffsetsLength`, `OffsetsStart`, `NonMonotonicOffsets`, `OffsetsEnd`,
-    /// `LengthMismatch`, `ColumnOutOfBounds`, `UnsortedColumns` or `DuplicateEntry`.
+    /// A [`FormatError`] naming the first invariant found broken, checked in this order:
+    /// `TooLarge` (a dimension or the entry count past
+    /// [`INDEX_LIMIT`](super::INDEX_LIMIT)), `OffsetsLength`, `OffsetsStart`,
+    /// `LengthMismatch` (indices and values), `NonMonotonicOffsets`, `OffsetsEnd`, then
+    /// row by row `ColumnOutOfBounds`, `DuplicateEntry` or `UnsortedColumns`.
     pub fn try_from_parts(
         nrows: usize,
         ncols: usize,
@@ -62,44 +64,22 @@ impl<T: Scalar> CsrMatrix<T> {
         col_indices: Vec<u32>,
         values: Vec<T>,
     ) -> Result<Self, FormatError> {
-        check_index_limit("rows", nrows)?;
-        check_index_limit("columns", ncols)?;
-        check_index_limit("stored entries", col_indices.len())?;
-        if row_offsets.len() != nrows + 1 {
-            return Err(FormatError::OffsetsLength { expected: nrows + 1, found: row_offsets.len() });
-        }
-        if row_offsets[0] != 0 {
-            return Err(FormatError::OffsetsStart { found: row_offsets[0] as usize });
-        }
-        if col_indices.len() != values.len() {
-            return Err(FormatError::LengthMismatch { indices: col_indices.len(), values: values.len() });
-        }
-        for (row, w) in row_offsets.windows(2).enumerate() {
-            if w[1] < w[0] {
-                return Err(FormatError::NonMonotonicOffsets { row, start: w[0] as usize, end: w[1] as usize });
-            }
-        }
-        let last = row_offsets[nrows] as usize;
-        if last != col_indices.len() {
-            return Err(FormatError::OffsetsEnd { expected: col_indices.len(), found: last });
-        }
-        for row in 0..nrows {
-            let cols = &col_indices[row_offsets[row] as usize..row_offsets[row + 1] as usize];
-            for (k, &c) in cols.iter().enumerate() {
-                if c as usize >= ncols {
-                    return Err(FormatError::ColumnOutOfBounds { row, col: c as usize, ncols });
-                }
-                if k > 0 {
-                    let prev = cols[k - 1];
-                    if c == prev {
-                        return Err(FormatError::DuplicateEntry { row, col: c as usize });
-                    }
-                    if c < prev {
-                        return Err(FormatError::UnsortedColumns { row, prev: prev as usize, col: c as usize });
-                    }
-                }
-            }
-        }
+        super::validate_csr(nrows, ncols, &row_offsets, &col_indices, values.len())?;
+        Ok(CsrMatrix { nrows, ncols, row_offsets, col_indices, values })
+    }
+
+    /// Like [`try_from_parts`](Self::try_from_parts) for `usize` offsets and indices (as
+    /// sprs' `CsMat` and nalgebra-sparse store them): validates them as they are, then
+    /// narrows them to `u32` (a copy); the values move.
+    pub(crate) fn try_from_usize_parts(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &[usize],
+        col_indices: &[usize],
+        values: Vec<T>,
+    ) -> Result<Self, FormatError> {
+        super::validate_csr(nrows, ncols, row_offsets, col_indices, values.len())?;
+        let (row_offsets, col_indices) = (super::narrow(row_offsets), super::narrow(col_indices));
         Ok(CsrMatrix { nrows, ncols, row_offsets, col_indices, values })
     }
 
@@ -127,6 +107,7 @@ impl<T: Scalar> CsrMatrix<T> {
         values: Vec<T>,
     ) -> Self {
         assert!(nrows <= super::INDEX_LIMIT && ncols <= super::INDEX_LIMIT, "dimensions exceed INDEX_LIMIT");
+        assert!(col_indices.len() <= super::INDEX_LIMIT, "stored entries exceed INDEX_LIMIT");
         assert_eq!(row_offsets.len(), nrows + 1, "row offsets must have nrows + 1 entries");
         assert_eq!(col_indices.len(), values.len(), "indices and values must have the same length");
         assert_eq!(row_offsets[0], 0, "the first row offset must be 0");
@@ -140,6 +121,9 @@ impl<T: Scalar> CsrMatrix<T> {
     ///
     /// [`FormatError::TooLarge`] if a dimension exceeds [`INDEX_LIMIT`](super::INDEX_LIMIT).
     pub fn zeros(nrows: usize, ncols: usize) -> Result<Self, FormatError> {
+        // Check before allocating the offsets: a huge `nrows` is an error, not an abort.
+        check_index_limit("rows", nrows)?;
+        check_index_limit("columns", ncols)?;
         Self::try_from_parts(nrows, ncols, vec![0; nrows + 1], Vec::new(), Vec::new())
     }
 

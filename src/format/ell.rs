@@ -145,3 +145,18 @@ impl<T: Scalar> EllMatrix<T> {
         unsafe { CsrMatrix::from_parts_unchecked(self.nrows, self.ncols, offsets, cols, vals) }
     }
 }
+
+impl<T: Scalar> TryFrom<&CsrMatrix<T>> for EllMatrix<T> {
+    type Error = FormatError;
+    /// The same as [`EllMatrix::try_from_csr`], with the default padding limit.
+    fn try_from(a: &CsrMatrix<T>) -> Result<Self, FormatError> {
+        EllMatrix::try_from_csr(a)
+    }
+}
+
+impl<T: Scalar> From<&EllMatrix<T>> for CsrMatrix<T> {
+    /// The same as [`EllMatrix::to_csr`].
+    fn from(a: &EllMatrix<T>) -> Self {
+        a.to_csr()
+    }
+}

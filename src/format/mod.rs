@@ -137,6 +137,118 @@ pub enum FormatError {
     },
 }
 
+/// An integer type that host index arrays may use on the way in: `u32` (spgpu's own) or
+/// `usize` (sprs' `CsMat`, nalgebra-sparse). Validation runs on the caller's type, so an
+/// index past the 32-bit range is reported with its true value before anything is narrowed.
+pub(crate) trait IndexValue: Copy {
+    fn index(self) -> usize;
+}
+
+impl IndexValue for u32 {
+    #[inline]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl IndexValue for usize {
+    #[inline]
+    fn index(self) -> usize {
+        self
+    }
+}
+
+/// Checks every CSR invariant (see [`CsrMatrix`]) of the given arrays, in the order
+/// [`CsrMatrix::try_from_parts`] documents, and returns the first one broken.
+pub(crate) fn validate_csr<O: IndexValue, I: IndexValue>(
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &[O],
+    col_indices: &[I],
+    nvalues: usize,
+) -> Result<(), FormatError> {
+    check_index_limit("rows", nrows)?;
+    check_index_limit("columns", ncols)?;
+    check_index_limit("stored entries", col_indices.len())?;
+    if row_offsets.len() != nrows + 1 {
+        return Err(FormatError::OffsetsLength { expected: nrows + 1, found: row_offsets.len() });
+    }
+    let first = row_offsets[0].index();
+    if first != 0 {
+        return Err(FormatError::OffsetsStart { found: first });
+    }
+    if col_indices.len() != nvalues {
+        return Err(FormatError::LengthMismatch { indices: col_indices.len(), values: nvalues });
+    }
+    for (row, w) in row_offsets.windows(2).enumerate() {
+        let (start, end) = (w[0].index(), w[1].index());
+        if end < start {
+            return Err(FormatError::NonMonotonicOffsets { row, start, end });
+        }
+    }
+    let last = row_offsets[nrows].index();
+    if last != col_indices.len() {
+        return Err(FormatError::OffsetsEnd { expected: col_indices.len(), found: last });
+    }
+    // Offsets are now known to be non-decreasing from 0 to nnz, so every slice below is in
+    // range.
+    for row in 0..nrows {
+        let cols = &col_indices[row_offsets[row].index()..row_offsets[row + 1].index()];
+        let mut prev: Option<usize> = None;
+        for &c in cols {
+            let col = c.index();
+            if col >= ncols {
+                return Err(FormatError::ColumnOutOfBounds { row, col, ncols });
+            }
+            if let Some(prev) = prev {
+                if col == prev {
+                    return Err(FormatError::DuplicateEntry { row, col });
+                }
+                if col < prev {
+                    return Err(FormatError::UnsortedColumns { row, prev, col });
+                }
+            }
+            prev = Some(col);
+        }
+    }
+    Ok(())
+}
+
+/// Checks the COO invariants (see [`CooMatrix`]) of three parallel arrays.
+pub(crate) fn validate_coo<I: IndexValue>(
+    nrows: usize,
+    ncols: usize,
+    rows: &[I],
+    cols: &[I],
+    nvalues: usize,
+) -> Result<(), FormatError> {
+    check_index_limit("rows", nrows)?;
+    check_index_limit("columns", ncols)?;
+    check_index_limit("stored entries", nvalues)?;
+    if rows.len() != nvalues {
+        return Err(FormatError::LengthMismatch { indices: rows.len(), values: nvalues });
+    }
+    if cols.len() != nvalues {
+        return Err(FormatError::LengthMismatch { indices: cols.len(), values: nvalues });
+    }
+    for (index, (&r, &c)) in rows.iter().zip(cols).enumerate() {
+        let (row, col) = (r.index(), c.index());
+        if row >= nrows {
+            return Err(FormatError::RowOutOfBounds { index, row, nrows });
+        }
+        if col >= ncols {
+            return Err(FormatError::ColumnOutOfBounds { row, col, ncols });
+        }
+    }
+    Ok(())
+}
+
+/// Narrows indices already checked against [`INDEX_LIMIT`] to the 32-bit type.
+pub(crate) fn narrow(v: &[usize]) -> Vec<u32> {
+    debug_assert!(v.iter().all(|&i| i <= INDEX_LIMIT));
+    v.iter().map(|&i| i as u32).collect()
+}
+
 /// Checks that a count fits the GPU index type.
 pub(crate) fn check_index_limit(what: &'static str, value: usize) -> Result<(), FormatError> {
     if value > INDEX_LIMIT {

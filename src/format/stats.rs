@@ -41,9 +41,11 @@ pub struct RowStats {
 }
 
 impl RowStats {
-    /// Computes the statistics from CSR row offsets (`nrows + 1` non-decreasing entries).
+    /// Computes the statistics from CSR row offsets (`nrows + 1` non-decreasing entries, as
+    /// a validated [`CsrMatrix`](crate::CsrMatrix) holds; a decreasing pair counts as an
+    /// empty row). An empty slice means a matrix with no rows.
     pub fn from_row_offsets(row_offsets: &[u32], ncols: usize) -> Self {
-        Self::from_lengths(row_offsets.windows(2).map(|w| (w[1] - w[0]) as usize), ncols)
+        Self::from_lengths(row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0]) as usize), ncols)
     }
 
     /// Computes the statistics from an iterator over row lengths.
@@ -91,11 +93,15 @@ impl RowStats {
     }
 
     /// The inclusive range of row lengths of histogram class `k`.
+    ///
+    /// Classes past the last one a `usize` length can fall in (`k > usize::BITS`) return the
+    /// range of that last class.
     pub fn class_range(k: usize) -> (usize, usize) {
-        if k == 0 {
-            (0, 0)
-        } else {
-            (1 << (k - 1), (1 << k) - 1)
+        let bits = usize::BITS as usize;
+        match k {
+            0 => (0, 0),
+            k if k >= bits => (1 << (bits - 1), usize::MAX),
+            k => (1 << (k - 1), (1 << k) - 1),
         }
     }
 }

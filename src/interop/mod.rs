@@ -1,1 +1,47 @@
-//! (being written)
+//! Conversions between spgpu's host formats and those of [`sprs`](::sprs) and
+//! [`nalgebra_sparse`](::nalgebra_sparse).
+//!
+//! Every conversion is a [`From`] or [`TryFrom`] implementation, so it reads
+//! `CsrMatrix::try_from(m)?` or `let m: sprs::CsMatI<f64, u32> = a.into();`. Conversions
+//! into spgpu are `TryFrom` with a [`FormatError`](crate::FormatError): they validate every
+//! invariant spgpu's formats document, the 32-bit index limit
+//! ([`INDEX_LIMIT`](crate::INDEX_LIMIT)) included, since a foreign type may hold a larger
+//! matrix or (through its unchecked constructors) a malformed one. Conversions out of spgpu
+//! cannot fail and are `From`.
+//!
+//! spgpu stores `u32` offsets and indices. Where the other crate can store them too, the
+//! arrays move and nothing is copied (validation still reads them once on the way in);
+//! where it stores `usize`, the index arrays are converted (a copy) and the values move:
+//!
+//! | other type | into spgpu | out of spgpu |
+//! |---|---|---|
+//! | `sprs::CsMatI<T, u32>`, CSR storage | [`CsrMatrix`](crate::CsrMatrix): moves all three arrays | moves all three arrays |
+//! | `sprs::CsMatI<T, u32>`, CSC storage | [`CsrMatrix`](crate::CsrMatrix): moves, then transposes (a new matrix) | (out of spgpu: CSR storage) |
+//! | `sprs::CsMat<T>` (`usize`), CSR or CSC | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (CSC: transposes) | copies indices, moves values |
+//! | `sprs::TriMatI<T, u32>` | [`CooMatrix`](crate::CooMatrix): copies (a `TriMat` cannot be taken apart) | moves all three arrays |
+//! | `sprs::TriMat<T>` (`usize`) | [`CooMatrix`](crate::CooMatrix): copies | copies indices, moves values |
+//! | `nalgebra_sparse::CsrMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values | copies indices, moves values |
+//! | `nalgebra_sparse::CscMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values, transposes | — |
+//! | `nalgebra_sparse::CooMatrix<T>` | [`CooMatrix`](crate::CooMatrix): copies indices, moves values | copies indices, moves values |
+//!
+//! Duplicates are allowed in the triplet types on both sides and are kept as they are; they
+//! are summed only when a [`CooMatrix`](crate::CooMatrix) becomes CSR.
+//!
+//! # Example
+//!
+//! ```
+//! use spgpu::CsrMatrix;
+//! let a: CsrMatrix<f64> = spgpu::gen::laplacian_2d(3);
+//! // Out to sprs without a copy, and back.
+//! let s: sprs::CsMatI<f64, u32> = a.clone().into();
+//! assert_eq!(s.nnz(), a.nnz());
+//! let b = CsrMatrix::try_from(s)?;
+//! assert_eq!(a, b);
+//! // Through nalgebra-sparse (usize indices: the indices are copied).
+//! let n: nalgebra_sparse::CsrMatrix<f64> = b.into();
+//! assert_eq!(CsrMatrix::try_from(n)?, a);
+//! # Ok::<(), spgpu::FormatError>(())
+//! ```
+
+mod nalgebra;
+mod sprs;
