@@ -1,0 +1,53 @@
+// Shared device helpers of spgpu's kernels.
+//
+// Conventions every kernel follows:
+// - indices are 32-bit unsigned (the host validates every count against INDEX_LIMIT =
+//   i32::MAX, so no index or `slot + nrows` sum below overflows 32 bits);
+// - read-only arrays are `const T* __restrict__` and read through the read-only data cache
+//   (`__ldg`);
+// - `y = alpha*A*x + beta*y` with BLAS semantics: `alpha == 0` never reads `A` or `x`,
+//   `beta == 0` never reads `y` (NaN in `y` does not spread);
+// - sums are accumulated in double precision for both f32 and f64 (`acc_t`): SpMV is
+//   memory-bound, so the wider accumulator costs no time and keeps f32 results of long rows
+//   within 1e-5 of the f64 reference.
+#pragma once
+
+typedef float f32;
+typedef double f64;
+
+// The column index of an ELLPACK padding slot (ELL_PADDING on the Rust side).
+#define SPGPU_ELL_PADDING 0xffffffffu
+
+// Threads per block of every one-dimensional launch (SPMV_BLOCK on the Rust side).
+#define SPGPU_BLOCK 256
+
+// The accumulator type: double for both element types.
+typedef double acc_t;
+
+// A read of read-only data through the non-coherent (texture) cache.
+template <typename T>
+__device__ __forceinline__ T ldg(const T* __restrict__ p) {
+    return __ldg(p);
+}
+
+// Writes `y[row] = alpha*sum + beta*y[row]`, never reading `y[row]` when `beta == 0` and
+// never using `sum` when `alpha == 0`.
+template <typename T>
+__device__ __forceinline__ void store_axpby(T* __restrict__ y, unsigned row, T alpha, acc_t sum, T beta) {
+    acc_t r = alpha != T(0) ? acc_t(alpha) * sum : acc_t(0);
+    if (beta != T(0)) {
+        r += acc_t(beta) * acc_t(y[row]);
+    }
+    y[row] = T(r);
+}
+
+// Sums `v` over each aligned group of `WIDTH` lanes of a warp (WIDTH a power of two, at
+// most 32); lane 0 of each group gets the total. Every lane of the warp must call it.
+template <unsigned WIDTH>
+__device__ __forceinline__ acc_t group_sum(acc_t v) {
+#pragma unroll
+    for (unsigned offset = WIDTH / 2; offset > 0; offset /= 2) {
+        v += __shfl_down_sync(0xffffffffu, v, offset, WIDTH);
+    }
+    return v;
+}

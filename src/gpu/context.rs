@@ -1,0 +1,249 @@
+//! The process-wide CUDA context: device, primary context, stream and loaded modules.
+
+use std::env;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use cust::context::{Context as CudaContext, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::event::{Event, EventFlags};
+use cust::function::Function;
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use cust::CudaFlags;
+
+use super::ModuleId;
+use crate::{Error, Result};
+
+/// The environment variable that picks the CUDA device by ordinal (default 0).
+pub const DEVICE_ENV: &str = "SPGPU_DEVICE";
+
+/// What spgpu knows about the device its context runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device ordinal (from `SPGPU_DEVICE`, default 0).
+    pub ordinal: u32,
+    /// The device's name, for example "NVIDIA H200".
+    pub name: String,
+    /// Compute capability as `(major, minor)`, for example `(9, 0)`.
+    pub compute_capability: (u32, u32),
+    /// Threads per warp (32 on every NVIDIA GPU so far); caps the vector kernel's threads per
+    /// row.
+    pub warp_size: u32,
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+}
+
+/// The CUDA context of spgpu: the device's primary context, one stream, and every PTX
+/// module, loaded once when the context is made.
+///
+/// There is one per process, made by [`Context::global`] on first use; device vectors and
+/// matrices keep a `&'static Context`. It can be used from any thread: every entry point
+/// makes the context current on the calling thread first. All of spgpu's work goes to its
+/// one [`stream`](Context::stream), in order; launches return without waiting for the GPU,
+/// and only copies to the host, [`synchronize`](Context::synchronize) and
+/// [`time`](Context::time) wait.
+#[derive(Debug)]
+pub struct Context {
+    // Field order is drop order; the context is never dropped in practice (it lives in a
+    // static), but modules and the stream belong before the context they live in.
+    modules: Vec<Module>,
+    stream: Stream,
+    info: DeviceInfo,
+    context: CudaContext,
+}
+
+/// Why the global context could not be made, kept so that every later call returns the
+/// same error.
+#[derive(Debug)]
+enum InitFailure {
+    NoDevice(String),
+    Cuda(String, cust::error::CudaError),
+    InvalidArgument(String),
+}
+
+impl InitFailure {
+    fn from_error(e: Error) -> Self {
+        match e {
+            Error::NoDevice { reason } => InitFailure::NoDevice(reason),
+            Error::Cuda { context, source } => InitFailure::Cuda(context, source),
+            other => InitFailure::InvalidArgument(other.to_string()),
+        }
+    }
+
+    fn to_error(&self) -> Error {
+        match self {
+            InitFailure::NoDevice(reason) => Error::NoDevice { reason: reason.clone() },
+            InitFailure::Cuda(context, source) => Error::Cuda { context: context.clone(), source: *source },
+            InitFailure::InvalidArgument(msg) => Error::InvalidArgument(msg.clone()),
+        }
+    }
+}
+
+static GLOBAL: OnceLock<std::result::Result<Context, InitFailure>> = OnceLock::new();
+
+impl Context {
+    /// The process-wide context, made on first call on the device named by `SPGPU_DEVICE`
+    /// (an ordinal, default 0), with every PTX module loaded. It is current on the calling
+    /// thread when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoDevice`] when there is no driver, no GPU, or no device of that ordinal;
+    /// [`Error::InvalidArgument`] when `SPGPU_DEVICE` is not a number; [`Error::Cuda`] when
+    /// the driver fails otherwise (for example a PTX module that does not load). A failure
+    /// is remembered: later calls return the same error.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// match spgpu::gpu::Context::global() {
+    ///     Ok(ctx) => println!("running on {}", ctx.info().name),
+    ///     Err(e) if e.is_no_device() => println!("no GPU: {e}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn global() -> Result<&'static Context> {
+        let ctx = GLOBAL
+            .get_or_init(|| Context::init().map_err(InitFailure::from_error))
+            .as_ref()
+            .map_err(InitFailure::to_error)?;
+        ctx.make_current()?;
+        Ok(ctx)
+    }
+
+    fn init() -> Result<Context> {
+        let ordinal = match env::var(DEVICE_ENV) {
+            Ok(s) => s.trim().parse::<u32>().map_err(|_| {
+                Error::InvalidArgument(format!("{DEVICE_ENV}={s:?} is not a device ordinal (0, 1, ...)"))
+            })?,
+            Err(_) => 0,
+        };
+        cust::init(CudaFlags::empty()).map_err(|e| Error::cuda("initializing the CUDA driver", e))?;
+        let device =
+            Device::get_device(ordinal).map_err(|e| Error::cuda(format!("opening CUDA device {ordinal}"), e))?;
+        let attr = |a: DeviceAttribute, what: &str| -> Result<u32> {
+            let v = device
+                .get_attribute(a)
+                .map_err(|e| Error::cuda(format!("reading the {what} of device {ordinal}"), e))?;
+            u32::try_from(v).map_err(|_| Error::InvalidArgument(format!("device {ordinal} reports a {what} of {v}")))
+        };
+        let context =
+            CudaContext::new(device).map_err(|e| Error::cuda(format!("creating a context on device {ordinal}"), e))?;
+        let info = DeviceInfo {
+            ordinal,
+            name: device.name().map_err(|e| Error::cuda("reading the device name", e))?,
+            compute_capability: (
+                attr(DeviceAttribute::ComputeCapabilityMajor, "compute capability")?,
+                attr(DeviceAttribute::ComputeCapabilityMinor, "compute capability")?,
+            ),
+            warp_size: attr(DeviceAttribute::WarpSize, "warp size")?,
+            sm_count: attr(DeviceAttribute::MultiprocessorCount, "multiprocessor count")?,
+            total_memory: device.total_memory().map_err(|e| Error::cuda("reading the device memory size", e))?,
+        };
+        // A blocking stream: it synchronizes with the legacy default stream, which cust's
+        // synchronous copies use, so an upload is always complete before a later launch reads it.
+        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(|e| Error::cuda("creating a stream", e))?;
+        let modules = ModuleId::ALL
+            .iter()
+            .map(|&id| {
+                Module::from_ptx(id.ptx(), &[])
+                    .map_err(|e| Error::cuda(format!("loading PTX module {} (ptx/{}.cu)", id.stem(), id.stem()), e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Context { modules, stream, info, context })
+    }
+
+    /// Makes this context current on the calling thread. Every spgpu entry point does this
+    /// itself; call it before using the [`stream`](Context::stream) or a
+    /// [`function`](Context::function) directly from a new thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] if the driver refuses.
+    pub fn make_current(&self) -> Result<()> {
+        CurrentContext::set_current(&self.context).map_err(|e| Error::cuda("making the CUDA context current", e))
+    }
+
+    /// The device this context runs on.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The warp size of the device (see [`DeviceInfo::warp_size`]).
+    pub fn warp_size(&self) -> u32 {
+        self.info.warp_size
+    }
+
+    /// The stream all of spgpu's copies and launches go to. Other code (cuSPARSE, extra
+    /// kernels) that shares data with spgpu should use it too, to stay ordered.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The cust context (the device's primary context).
+    pub fn cuda_context(&self) -> &CudaContext {
+        &self.context
+    }
+
+    /// A kernel of a loaded module, by its `extern "C"` name (see
+    /// [`kernel_name`](super::kernel_name)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] (not found) when the module has no such kernel.
+    pub fn function(&self, module: ModuleId, name: &str) -> Result<Function<'_>> {
+        self.modules[module.index()]
+            .get_function(name)
+            .map_err(|e| Error::cuda(format!("looking up kernel {name} in module {}", module.stem()), e))
+    }
+
+    /// Waits until all work queued on the stream is done.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] if the work failed (errors of earlier asynchronous launches surface
+    /// here).
+    pub fn synchronize(&self) -> Result<()> {
+        self.make_current()?;
+        self.stream.synchronize().map_err(|e| Error::cuda("synchronizing the stream", e))
+    }
+
+    /// Times the GPU work that `work` queues on the stream, with CUDA events recorded before
+    /// and after it, and returns the elapsed device time (resolution about 0.5 µs). Waits for
+    /// the work to finish.
+    ///
+    /// # Errors
+    ///
+    /// The first error of `work`, or [`Error::Cuda`] when an event fails.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr, DeviceVector};
+    /// let ctx = Context::global()?;
+    /// let a = DeviceCsr::upload(ctx, &spgpu::gen::laplacian_2d::<f64>(1000))?;
+    /// let x = DeviceVector::from_slice(ctx, &vec![1.0; a.ncols()])?;
+    /// let mut y = DeviceVector::zeros(ctx, a.nrows())?;
+    /// let t = ctx.time(|| (0..20).try_for_each(|_| a.spmv(1.0, &x, 0.0, &mut y)))?;
+    /// println!("{:.1} us per SpMV", t.as_secs_f64() * 1e6 / 20.0);
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn time<F>(&self, work: F) -> Result<Duration>
+    where
+        F: FnOnce() -> Result<()>,
+    {
+        self.make_current()?;
+        let event = || Event::new(EventFlags::DEFAULT).map_err(|e| Error::cuda("creating a CUDA event", e));
+        let (start, stop) = (event()?, event()?);
+        start.record(&self.stream).map_err(|e| Error::cuda("recording a CUDA event", e))?;
+        work()?;
+        stop.record(&self.stream).map_err(|e| Error::cuda("recording a CUDA event", e))?;
+        stop.synchronize().map_err(|e| Error::cuda("waiting for a CUDA event", e))?;
+        let ms = stop.elapsed_time_f32(&start).map_err(|e| Error::cuda("reading a CUDA event time", e))?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}

@@ -1,0 +1,185 @@
+//! ELLPACK matrices in device memory.
+
+use cust::memory::{DeviceBuffer, DevicePointer};
+
+use super::vector::{download, ptr_of, upload};
+use super::{kernels, Context, DeviceVector, SpmvPlan};
+use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
+
+/// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
+/// of row `i` at `k * nrows + i`), padding slots holding column [`ELL_PADDING`] and value
+/// zero after each row's entries, exactly as in [`EllMatrix`].
+///
+/// It can only be made by uploading a validated [`EllMatrix`] (or a [`CsrMatrix`], converted
+/// first), and always runs the ELL kernel: one thread per row, whose loads are coalesced
+/// across a warp. It is the fastest format for matrices whose rows have about the same
+/// length ([`SpmvPlan::explain`] says when).
+///
+/// # Example
+///
+/// ```no_run
+/// use spgpu::gpu::{Context, DeviceEll, DeviceVector};
+/// let ctx = Context::global()?;
+/// let a = spgpu::gen::laplacian_2d::<f64>(1000);
+/// let d_a = DeviceEll::from_csr(ctx, &a)?;
+/// let x = DeviceVector::from_slice(ctx, &vec![1.0; a.ncols()])?;
+/// let mut y = DeviceVector::zeros(ctx, a.nrows())?;
+/// d_a.spmv(1.0, &x, 0.0, &mut y)?;
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+pub struct DeviceEll<T: Scalar> {
+    ctx: &'static Context,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    width: usize,
+    col_indices: Option<DeviceBuffer<u32>>,
+    values: Option<DeviceBuffer<T>>,
+    stats: RowStats,
+    plan: SpmvPlan,
+}
+
+impl<T: Scalar> DeviceEll<T> {
+    /// Uploads a host ELLPACK matrix.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when allocation or a copy fails.
+    pub fn upload(ctx: &'static Context, a: &EllMatrix<T>) -> Result<Self> {
+        let stats = RowStats::from_lengths((0..a.nrows()).map(|i| a.row(i).count()), a.ncols());
+        let plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
+        ctx.make_current()?;
+        let col_indices = upload(a.col_indices(), "ELL column indices")?;
+        let values = upload(a.values(), "ELL values")?;
+        Ok(DeviceEll {
+            ctx,
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            width: a.width(),
+            col_indices,
+            values,
+            stats,
+            plan,
+        })
+    }
+
+    /// Converts a CSR matrix to ELLPACK (with [`EllMatrix::try_from_csr`]'s padding limit) and
+    /// uploads it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Format`] ([`FormatError::EllPaddingLimit`](crate::FormatError::EllPaddingLimit))
+    /// when ELL would pad too much; [`Error::Cuda`] when allocation or a copy fails.
+    pub fn from_csr(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
+        Self::upload(ctx, &EllMatrix::try_from_csr(a)?)
+    }
+
+    /// `y = alpha*A*x + beta*y` with the ELL kernel, queued on the context's stream; does not
+    /// wait for the GPU. `beta == 0` never reads `y` (NaN in `y` does not spread);
+    /// `alpha == 0` never reads `A` or `x` and only scales `y`. Sums are accumulated in `f64`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when `x.len() != ncols` or `y.len() != nrows`; nothing is
+    /// launched then. [`Error::Cuda`] when the launch fails.
+    pub fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
+        kernels::spmv::ell(self.ctx, self, alpha, x, beta, y)
+    }
+
+    /// The plan (always the ELL kernel), with the row statistics it saw.
+    pub fn plan(&self) -> &SpmvPlan {
+        &self.plan
+    }
+
+    /// The row statistics of the stored entries (padding excluded).
+    pub fn row_stats(&self) -> &RowStats {
+        &self.stats
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Number of stored entries, padding excluded.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// Slots per row: the length of the longest row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The context the matrix lives in.
+    pub fn context(&self) -> &'static Context {
+        self.ctx
+    }
+
+    /// Copies the matrix back to the host (after queued work is done).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when a copy fails or earlier asynchronous work failed.
+    pub fn download(&self) -> Result<EllMatrix<T>> {
+        self.ctx.synchronize()?;
+        let slots = self.width * self.nrows;
+        let cols = download(self.col_indices.as_ref(), slots, "ELL column indices")?;
+        let vals = download(self.values.as_ref(), slots, "ELL values")?;
+        let mut offsets = Vec::with_capacity(self.nrows + 1);
+        offsets.push(0u32);
+        let (mut csr_cols, mut csr_vals) = (Vec::with_capacity(self.nnz), Vec::with_capacity(self.nnz));
+        for i in 0..self.nrows {
+            for k in 0..self.width {
+                let slot = k * self.nrows + i;
+                if cols[slot] == ELL_PADDING {
+                    break;
+                }
+                csr_cols.push(cols[slot]);
+                csr_vals.push(vals[slot]);
+            }
+            let end = u32::try_from(csr_cols.len())
+                .map_err(|_| Error::InvalidArgument("downloaded ELL matrix exceeds the index limit".to_string()))?;
+            offsets.push(end);
+        }
+        let csr = CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, csr_cols, csr_vals)?;
+        Ok(EllMatrix::try_from_csr_with_limit(&csr, slots)?)
+    }
+
+    /// Device address of the column indices (`width * nrows` `u32`, column-major); null when
+    /// there are no slots.
+    pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
+        ptr_of(self.col_indices.as_ref())
+    }
+
+    /// Device address of the values (`width * nrows` `T`, column-major); null when there are
+    /// no slots.
+    pub fn values_ptr(&self) -> DevicePointer<T> {
+        ptr_of(self.values.as_ref())
+    }
+}
+
+impl<T: Scalar> std::fmt::Debug for DeviceEll<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceEll")
+            .field("scalar", &T::NAME)
+            .field("nrows", &self.nrows)
+            .field("ncols", &self.ncols)
+            .field("nnz", &self.nnz)
+            .field("width", &self.width)
+            .finish()
+    }
+}
+
+impl<T: Scalar> Drop for DeviceEll<T> {
+    fn drop(&mut self) {
+        // cuMemFree needs the context current on this thread (see DeviceVector's Drop).
+        let _ = self.ctx.make_current();
+    }
+}

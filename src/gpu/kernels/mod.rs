@@ -1,0 +1,110 @@
+//! Every kernel launch of spgpu, and the one function that names the kernels.
+//!
+//! Each kernel has one safe `pub(crate)` launcher that checks the operands' lengths,
+//! converts sizes with `u32::try_from`, and launches on the context's stream without
+//! synchronizing. The kernels' sources are in `ptx/`.
+
+pub(crate) mod spmv;
+
+use super::{ModuleId, SpmvKernel};
+use crate::{Error, Result};
+
+/// Threads per block of every launch (`SPGPU_BLOCK` in `ptx/common.cuh`).
+pub(crate) const BLOCK: u32 = 256;
+
+/// A GPU kernel of spgpu, independent of its element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GpuKernel {
+    /// One of the SpMV kernels (module [`ModuleId::Spmv`]).
+    Spmv(SpmvKernel),
+    /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
+    FillVector,
+}
+
+impl GpuKernel {
+    /// The module that holds the kernel.
+    pub fn module(self) -> ModuleId {
+        match self {
+            GpuKernel::Spmv(_) | GpuKernel::FillVector => ModuleId::Spmv,
+        }
+    }
+
+    /// Every kernel the Rust side can launch (each exists for f32 and f64).
+    pub fn all() -> Vec<GpuKernel> {
+        let mut all =
+            vec![GpuKernel::Spmv(SpmvKernel::Scalar), GpuKernel::Spmv(SpmvKernel::Ell), GpuKernel::FillVector];
+        all.extend(
+            super::plan::VECTOR_THREADS_PER_ROW
+                .iter()
+                .map(|&threads_per_row| GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row })),
+        );
+        all
+    }
+}
+
+/// The `extern "C"` name of a kernel for an element type (`"f32"` or `"f64"`, see
+/// [`Scalar::NAME`](crate::Scalar::NAME)): `<op>_<format>_<variant>_<scalar>`. This is the
+/// only place where kernel names are built.
+///
+/// ```
+/// use spgpu::gpu::{kernel_name, GpuKernel, SpmvKernel};
+/// assert_eq!(kernel_name(GpuKernel::Spmv(SpmvKernel::Scalar), "f64"), "spmv_csr_scalar_f64");
+/// assert_eq!(
+///     kernel_name(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row: 8 }), "f32"),
+///     "spmv_csr_vector_tpr8_f32"
+/// );
+/// assert_eq!(kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), "f64"), "spmv_ell_f64");
+/// ```
+pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
+    match kernel {
+        GpuKernel::Spmv(SpmvKernel::Scalar) => format!("spmv_csr_scalar_{scalar}"),
+        GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }) => {
+            format!("spmv_csr_vector_tpr{threads_per_row}_{scalar}")
+        }
+        GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
+        GpuKernel::FillVector => format!("fill_vector_{scalar}"),
+    }
+}
+
+/// Every kernel name the Rust side can produce, with its module: the list `tests/ptx.rs`
+/// checks against the `.entry` lines of the PTX.
+pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
+    let mut names = Vec::new();
+    for kernel in GpuKernel::all() {
+        for scalar in ["f32", "f64"] {
+            names.push((kernel.module(), kernel_name(kernel, scalar)));
+        }
+    }
+    names
+}
+
+/// A count as the kernels' 32-bit index.
+pub(crate) fn index(what: &str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::InvalidArgument(format!("{what} = {n} exceeds the 32-bit GPU index")))
+}
+
+/// Blocks for `n` work items at `per_block` items per block.
+pub(crate) fn blocks(n: usize, per_block: u32) -> Result<u32> {
+    index("the grid size", n.div_ceil(per_block as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::SpmvPlan;
+
+    #[test]
+    fn names_are_unique_and_follow_the_scheme() {
+        let names = all_kernel_names();
+        let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
+        assert_eq!(unique.len(), names.len());
+        assert_eq!(names.len(), 2 * (3 + 5));
+        assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
+        // the heuristic can only produce kernels from the list
+        for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {
+            let tpr = SpmvPlan::design_threads_per_row(mean, 32);
+            assert!(unique.contains(&kernel_name(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row: tpr }), "f32")));
+        }
+    }
+}

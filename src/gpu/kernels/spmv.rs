@@ -1,0 +1,141 @@
+//! Launchers of the kernels in `ptx/spmv.cu`.
+
+use cust::launch;
+
+use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
+use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
+use crate::gpu::vector::check_len;
+use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel};
+use crate::{Error, Result, Scalar};
+
+/// Checks `x.len() == ncols` and `y.len() == nrows`.
+fn check_dims<T: Scalar>(nrows: usize, ncols: usize, x: &DeviceVector<T>, y: &DeviceVector<T>) -> Result<()> {
+    check_len("spmv: length of x", ncols, x.len())?;
+    check_len("spmv: length of y", nrows, y.len())
+}
+
+/// `spmv_csr_scalar_<T>`: one thread per row, `BLOCK` rows per block.
+pub(crate) fn csr_scalar<T: Scalar>(
+    ctx: &Context,
+    a: &DeviceCsr<T>,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_dims(a.nrows(), a.ncols(), x, y)?;
+    if a.nrows() == 0 {
+        return Ok(());
+    }
+    let nrows = index("rows", a.nrows())?;
+    let grid = blocks(a.nrows(), BLOCK)?;
+    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Scalar), T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
+    let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
+    // SAFETY: spmv_csr_scalar_<T>(unsigned nrows, const unsigned* row_offsets,
+    // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y).
+    // The arguments match it in order and type (u32, three device pointers of a validated
+    // DeviceCsr<T>, x's pointer, T, T, y's pointer). x.len() == ncols and y.len() == nrows
+    // were checked above; the CSR invariants bound every offset by nnz and every column by
+    // ncols, and threads with row >= nrows return at once. y is borrowed mutably, so nothing
+    // else writes it; x cannot alias it.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, offsets, cols, vals, xp, alpha, beta, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// `spmv_csr_vector_tpr<N>_<T>`: `threads_per_row` threads per row, `BLOCK / threads_per_row`
+/// rows per block.
+pub(crate) fn csr_vector<T: Scalar>(
+    ctx: &Context,
+    threads_per_row: u32,
+    a: &DeviceCsr<T>,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_dims(a.nrows(), a.ncols(), x, y)?;
+    if !VECTOR_THREADS_PER_ROW.contains(&threads_per_row) || threads_per_row > ctx.warp_size() {
+        return Err(Error::InvalidArgument(format!(
+            "the vector kernel has no variant with {threads_per_row} threads per row on a warp of {}",
+            ctx.warp_size()
+        )));
+    }
+    if a.nrows() == 0 {
+        return Ok(());
+    }
+    let nrows = index("rows", a.nrows())?;
+    let grid = blocks(a.nrows(), BLOCK / threads_per_row)?;
+    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }), T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
+    let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
+    // SAFETY: spmv_csr_vector_tpr<N>_<T>(unsigned nrows, const unsigned* row_offsets,
+    // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y),
+    // launched with BLOCK threads per block as the kernel assumes (SPGPU_BLOCK / N rows per
+    // block). Arguments match in order and type; lengths were checked above (x: ncols,
+    // y: nrows), N is one of the compiled variants and at most the warp size, the CSR
+    // invariants bound every index, and lanes of rows >= nrows read nothing and write
+    // nothing. y is borrowed mutably and cannot alias x.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, offsets, cols, vals, xp, alpha, beta, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// `spmv_ell_<T>`: one thread per row, `BLOCK` rows per block.
+pub(crate) fn ell<T: Scalar>(
+    ctx: &Context,
+    a: &DeviceEll<T>,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_dims(a.nrows(), a.ncols(), x, y)?;
+    if a.nrows() == 0 {
+        return Ok(());
+    }
+    let nrows = index("rows", a.nrows())?;
+    let width = index("ELL width", a.width())?;
+    // The kernel walks slots up to width * nrows and one row stride past them: all of it
+    // must fit 32 bits (EllMatrix guarantees width * nrows <= i32::MAX).
+    index("ELL slots", (a.width() + 1).saturating_mul(a.nrows()))?;
+    let grid = blocks(a.nrows(), BLOCK)?;
+    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
+    let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
+    // SAFETY: spmv_ell_<T>(unsigned nrows, unsigned width, const unsigned* col_indices,
+    // const T* values, const T* x, T alpha, T beta, T* y). Arguments match in order and type;
+    // the arrays hold width * nrows slots (a validated EllMatrix), every non-padding column is
+    // below ncols == x.len(), y.len() == nrows was checked above, the slot arithmetic fits
+    // 32 bits (checked above), and threads with row >= nrows return at once. y is borrowed
+    // mutably and cannot alias x.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, width, cols, vals, xp, alpha, beta, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// `fill_vector_<T>`: `y[i] = value`, one thread per element.
+pub(crate) fn fill<T: Scalar>(ctx: &Context, y: &mut DeviceVector<T>, value: T) -> Result<()> {
+    if y.is_empty() {
+        return Ok(());
+    }
+    let n = index("vector length", y.len())?;
+    let grid = blocks(y.len(), BLOCK)?;
+    let name = kernel_name(GpuKernel::FillVector, T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let yp = y.as_device_ptr();
+    // SAFETY: fill_vector_<T>(unsigned n, T value, T* y); n == y.len() (non-zero, so the
+    // pointer is a live allocation of n elements), threads with i >= n do nothing, and y is
+    // borrowed mutably.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, value, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}

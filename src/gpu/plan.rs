@@ -1,0 +1,383 @@
+//! The SpMV heuristic: which kernel runs a matrix, decided once from its row statistics.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Error, Result, RowStats};
+
+/// The thread counts per row that the vector CSR kernel is compiled for.
+pub const VECTOR_THREADS_PER_ROW: [u32; 5] = [2, 4, 8, 16, 32];
+
+/// An SpMV kernel, independent of the element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpmvKernel {
+    /// CSR, one thread per row (`spmv_csr_scalar_<scalar>`).
+    Scalar,
+    /// CSR, `threads_per_row` threads per row reduced with warp shuffles
+    /// (`spmv_csr_vector_tpr<N>_<scalar>`); one of [`VECTOR_THREADS_PER_ROW`].
+    Vector {
+        /// Threads that share a row: 2, 4, 8, 16 or 32.
+        threads_per_row: u32,
+    },
+    /// ELLPACK, column-major, one thread per row (`spmv_ell_<scalar>`).
+    Ell,
+}
+
+impl fmt::Display for SpmvKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpmvKernel::Scalar => write!(f, "csr scalar"),
+            SpmvKernel::Vector { threads_per_row } => write!(f, "csr vector ({threads_per_row} threads per row)"),
+            SpmvKernel::Ell => write!(f, "ell"),
+        }
+    }
+}
+
+/// What a user asks for: the heuristic, or a kernel forced by name.
+///
+/// Parses from `auto`, `scalar`, `vector` (threads per row by the heuristic's rule),
+/// `vector:N` (N in 2, 4, 8, 16, 32) and `ell`.
+///
+/// ```
+/// use spgpu::gpu::KernelChoice;
+/// assert_eq!("vector:8".parse::<KernelChoice>()?, KernelChoice::VectorTpr(8));
+/// assert!("vector:3".parse::<KernelChoice>().is_err());
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum KernelChoice {
+    /// The heuristic of [`SpmvPlan`].
+    #[default]
+    Auto,
+    /// The scalar CSR kernel.
+    Scalar,
+    /// The vector CSR kernel with the threads per row of the design rule (largest power of two
+    /// not above the mean row length, clamped to 2..=warp size).
+    Vector,
+    /// The vector CSR kernel with this many threads per row.
+    VectorTpr(u32),
+    /// The ELLPACK kernel: applies to a [`DeviceEll`](super::DeviceEll) only.
+    Ell,
+}
+
+impl FromStr for KernelChoice {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32) or ell"
+            ))
+        };
+        match s {
+            "auto" => Ok(KernelChoice::Auto),
+            "scalar" => Ok(KernelChoice::Scalar),
+            "vector" => Ok(KernelChoice::Vector),
+            "ell" => Ok(KernelChoice::Ell),
+            _ => {
+                let n = s.strip_prefix("vector:").ok_or_else(bad)?.parse::<u32>().map_err(|_| bad())?;
+                if VECTOR_THREADS_PER_ROW.contains(&n) {
+                    Ok(KernelChoice::VectorTpr(n))
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for KernelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelChoice::Auto => write!(f, "auto"),
+            KernelChoice::Scalar => write!(f, "scalar"),
+            KernelChoice::Vector => write!(f, "vector"),
+            KernelChoice::VectorTpr(n) => write!(f, "vector:{n}"),
+            KernelChoice::Ell => write!(f, "ell"),
+        }
+    }
+}
+
+/// Which SpMV kernel runs a matrix, and why: the one place where spgpu chooses a kernel.
+///
+/// A plan is made from the matrix's [`RowStats`] and the device's warp size when the matrix
+/// is uploaded, and can be made without a GPU (`spgpu info` prints it).
+///
+/// # The rule (CSR, [`KernelChoice::Auto`])
+///
+/// 1. The design rule picks the threads per row: the largest power of two not above the
+///    mean row length, clamped to 2..=warp size ([`SpmvPlan::design_threads_per_row`]).
+/// 2. The scalar kernel (one thread per row) runs instead when the rows are short and even:
+///    mean row length below [`SpmvPlan::SCALAR_MAX_MEAN`] and longest row at most
+///    [`SpmvPlan::SCALAR_MAX_ROW`]. Measured on the H200 (`docs/gpu-notes.md`): on the 2D
+///    Laplacian (5 per row) the scalar kernel is faster than the vector kernel with 4
+///    threads per row, while one long row among short ones stalls a whole warp of the scalar
+///    kernel (rajat01, hangGlider_2 in `anchors.md`), so skewed matrices keep the vector
+///    kernel.
+///
+/// A [`DeviceEll`](super::DeviceEll) always runs the ELL kernel; [`SpmvPlan::explain`]
+/// says when ELL would pad little and is worth uploading instead.
+///
+/// # Example
+///
+/// ```
+/// use spgpu::gpu::{SpmvKernel, SpmvPlan};
+/// let lap = spgpu::gen::laplacian_2d::<f64>(50).row_stats(); // 5 per row
+/// assert_eq!(SpmvPlan::from_stats(&lap, 32).kernel(), SpmvKernel::Scalar);
+/// let st = spgpu::gen::laplacian_3d_27pt::<f64>(10).row_stats(); // up to 27 per row
+/// assert_eq!(SpmvPlan::from_stats(&st, 32).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+/// println!("{}", SpmvPlan::from_stats(&st, 32).explain());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpmvPlan {
+    kernel: SpmvKernel,
+    choice: KernelChoice,
+    warp_size: u32,
+    nrows: usize,
+    nnz: usize,
+    mean: f64,
+    max: usize,
+    reason: String,
+}
+
+impl SpmvPlan {
+    /// The scalar kernel runs only when the mean row length is below this.
+    pub const SCALAR_MAX_MEAN: f64 = 8.0;
+    /// The scalar kernel runs only when no row is longer than this.
+    pub const SCALAR_MAX_ROW: usize = 64;
+    /// ELL is recommended when it stores at most this many slots per stored entry.
+    pub const ELL_MAX_PADDING: f64 = 1.25;
+
+    /// The automatic plan for a CSR matrix with these statistics on a device of this warp
+    /// size (32 on NVIDIA GPUs).
+    pub fn from_stats(stats: &RowStats, warp_size: u32) -> SpmvPlan {
+        Self::with_choice(stats, warp_size, KernelChoice::Auto).expect("the automatic plan always applies to CSR")
+    }
+
+    /// The plan for a CSR matrix with a kernel chosen by the user, or by the heuristic for
+    /// [`KernelChoice::Auto`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for [`KernelChoice::Ell`] (it needs a
+    /// [`DeviceEll`](super::DeviceEll)) and for a threads-per-row count that is not one of
+    /// [`VECTOR_THREADS_PER_ROW`] or exceeds the warp size.
+    pub fn with_choice(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
+        let design = Self::design_threads_per_row(stats.mean, warp_size);
+        let (kernel, reason) = match choice {
+            KernelChoice::Auto => {
+                if stats.mean < Self::SCALAR_MAX_MEAN && stats.max <= Self::SCALAR_MAX_ROW {
+                    (
+                        SpmvKernel::Scalar,
+                        format!(
+                            "rows are short and even (mean {:.2} < {}, max {} <= {}): one thread per row",
+                            stats.mean,
+                            Self::SCALAR_MAX_MEAN,
+                            stats.max,
+                            Self::SCALAR_MAX_ROW
+                        ),
+                    )
+                } else {
+                    let why = if stats.mean < Self::SCALAR_MAX_MEAN {
+                        format!(
+                            "rows are short on average (mean {:.2}) but the longest has {} entries (> {}), which \
+                             would stall a warp of the scalar kernel",
+                            stats.mean,
+                            stats.max,
+                            Self::SCALAR_MAX_ROW
+                        )
+                    } else {
+                        format!("mean row length {:.2} >= {}", stats.mean, Self::SCALAR_MAX_MEAN)
+                    };
+                    (
+                        SpmvKernel::Vector { threads_per_row: design },
+                        format!(
+                            "{why}: {design} threads per row (largest power of two <= the mean, clamped to 2..={})",
+                            warp_size.min(32)
+                        ),
+                    )
+                }
+            }
+            KernelChoice::Scalar => (SpmvKernel::Scalar, "forced by the user".to_string()),
+            KernelChoice::Vector => (
+                SpmvKernel::Vector { threads_per_row: design },
+                format!("forced by the user; {design} threads per row by the design rule (mean {:.2})", stats.mean),
+            ),
+            KernelChoice::VectorTpr(n) => {
+                if !VECTOR_THREADS_PER_ROW.contains(&n) || n > warp_size {
+                    return Err(Error::InvalidArgument(format!(
+                        "{n} threads per row: the vector kernel takes 2, 4, 8, 16 or 32, at most the warp size \
+                         ({warp_size})"
+                    )));
+                }
+                (SpmvKernel::Vector { threads_per_row: n }, "forced by the user".to_string())
+            }
+            KernelChoice::Ell => {
+                return Err(Error::InvalidArgument(
+                    "the ELL kernel needs an ELLPACK matrix: upload it as a DeviceEll".to_string(),
+                ))
+            }
+        };
+        Ok(SpmvPlan {
+            kernel,
+            choice,
+            warp_size,
+            nrows: stats.nrows,
+            nnz: stats.nnz,
+            mean: stats.mean,
+            max: stats.max,
+            reason,
+        })
+    }
+
+    /// The plan of an ELLPACK matrix (always the ELL kernel); `stats` are its rows'
+    /// statistics.
+    pub fn for_ell(stats: &RowStats, warp_size: u32) -> SpmvPlan {
+        SpmvPlan {
+            kernel: SpmvKernel::Ell,
+            choice: KernelChoice::Ell,
+            warp_size,
+            nrows: stats.nrows,
+            nnz: stats.nnz,
+            mean: stats.mean,
+            max: stats.max,
+            reason: "the matrix is stored as ELLPACK".to_string(),
+        }
+    }
+
+    /// The design rule's threads per row: the largest power of two not above `mean`,
+    /// clamped to `2..=min(warp_size, 32)`.
+    ///
+    /// ```
+    /// use spgpu::gpu::SpmvPlan;
+    /// assert_eq!(SpmvPlan::design_threads_per_row(26.5, 32), 16);
+    /// assert_eq!(SpmvPlan::design_threads_per_row(1000.0, 32), 32);
+    /// assert_eq!(SpmvPlan::design_threads_per_row(0.0, 32), 2);
+    /// ```
+    pub fn design_threads_per_row(mean: f64, warp_size: u32) -> u32 {
+        let cap = warp_size.clamp(2, 32);
+        let mut tpr = 2;
+        while tpr * 2 <= cap && f64::from(tpr * 2) <= mean {
+            tpr *= 2;
+        }
+        tpr
+    }
+
+    /// The chosen kernel.
+    pub fn kernel(&self) -> SpmvKernel {
+        self.kernel
+    }
+
+    /// What the user asked for.
+    pub fn choice(&self) -> KernelChoice {
+        self.choice
+    }
+
+    /// The warp size the plan was made for.
+    pub fn warp_size(&self) -> u32 {
+        self.warp_size
+    }
+
+    /// ELL slots per stored entry if the matrix were stored as ELLPACK (`max * nrows / nnz`;
+    /// 1 for an empty matrix).
+    pub fn ell_padding(&self) -> f64 {
+        if self.nnz == 0 {
+            1.0
+        } else {
+            self.max as f64 * self.nrows as f64 / self.nnz as f64
+        }
+    }
+
+    /// A few lines saying which kernel runs and why, and whether ELLPACK would suit the
+    /// matrix better.
+    pub fn explain(&self) -> String {
+        let mut s = format!(
+            "SpMV plan: {} [{}]\n  {} rows, {} entries, mean row {:.2}, max row {}\n  why: {}",
+            self.kernel, self.choice, self.nrows, self.nnz, self.mean, self.max, self.reason
+        );
+        if self.kernel != SpmvKernel::Ell && self.nrows > 0 {
+            let pad = self.ell_padding();
+            if pad <= Self::ELL_MAX_PADDING {
+                s += &format!(
+                    "\n  ELL would store {pad:.2} slots per entry: uploading as DeviceEll (spmv --kernel ell) is \
+                     likely faster"
+                );
+            } else {
+                s += &format!(
+                    "\n  ELL would store {pad:.2} slots per entry (> {}): CSR is the better format",
+                    Self::ELL_MAX_PADDING
+                );
+            }
+        }
+        s
+    }
+}
+
+impl fmt::Display for SpmvPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.explain())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(lengths: &[usize]) -> RowStats {
+        RowStats::from_lengths(lengths.iter().copied(), 100)
+    }
+
+    #[test]
+    fn short_even_rows_are_scalar() {
+        assert_eq!(SpmvPlan::from_stats(&stats(&[5; 100]), 32).kernel(), SpmvKernel::Scalar);
+    }
+
+    #[test]
+    fn one_long_row_keeps_the_vector_kernel() {
+        let mut l = vec![3; 1000];
+        l[7] = 1500;
+        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 4 });
+        assert!(p.explain().contains("longest"), "{}", p.explain());
+    }
+
+    #[test]
+    fn vector_threads_follow_the_mean_and_the_warp() {
+        assert_eq!(SpmvPlan::from_stats(&stats(&[27; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 16).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+        assert_eq!(SpmvPlan::from_stats(&stats(&[8; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+    }
+
+    #[test]
+    fn empty_matrices_have_a_plan() {
+        assert_eq!(SpmvPlan::from_stats(&stats(&[]), 32).kernel(), SpmvKernel::Scalar);
+        assert_eq!(SpmvPlan::from_stats(&stats(&[0; 9]), 32).kernel(), SpmvKernel::Scalar);
+    }
+
+    #[test]
+    fn forced_kernels_are_checked() {
+        let s = stats(&[5; 10]);
+        assert_eq!(
+            SpmvPlan::with_choice(&s, 32, KernelChoice::VectorTpr(32)).unwrap().kernel(),
+            SpmvKernel::Vector { threads_per_row: 32 }
+        );
+        assert!(matches!(SpmvPlan::with_choice(&s, 16, KernelChoice::VectorTpr(32)), Err(Error::InvalidArgument(_))));
+        assert!(matches!(SpmvPlan::with_choice(&s, 32, KernelChoice::VectorTpr(6)), Err(Error::InvalidArgument(_))));
+        assert!(matches!(SpmvPlan::with_choice(&s, 32, KernelChoice::Ell), Err(Error::InvalidArgument(_))));
+        assert_eq!(
+            SpmvPlan::with_choice(&s, 32, KernelChoice::Vector).unwrap().kernel(),
+            SpmvKernel::Vector { threads_per_row: 4 }
+        );
+    }
+
+    #[test]
+    fn choices_parse_and_print() {
+        for s in ["auto", "scalar", "vector", "vector:2", "vector:32", "ell"] {
+            assert_eq!(s.parse::<KernelChoice>().unwrap().to_string(), s);
+        }
+        for s in ["", "vector:", "vector:1", "vector:64", "csr", "Vector"] {
+            assert!(matches!(s.parse::<KernelChoice>(), Err(Error::InvalidArgument(_))), "{s}");
+        }
+    }
+}
