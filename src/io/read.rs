@@ -1,0 +1,739 @@
+//! The reader: header, parallel parse of the entries, and assembly into CSR, COO or a dense
+//! vector.
+//!
+//! # How it works
+//!
+//! The input is read in chunks of at most [`CHUNK`] bytes, cut after the last complete line.
+//! Each chunk is split at line boundaries into pieces that rayon parses in parallel, each
+//! into its own triplet arrays; the pieces are then appended in file order, so the first
+//! bad line in file order is the one reported, with its exact line number. No line is
+//! copied or allocated: numbers are parsed from the chunk's bytes in place.
+//!
+//! CSR is built by a counting sort over rows (skipped when the rows come sorted, as most
+//! writers emit them), then a parallel sort within each row that is out of order, then a
+//! pass that sums duplicates when there are any. The counting sort scatters column indices
+//! and values in two passes, so the peak is the triplets plus the CSR arrays being filled:
+//! 24 bytes per `f64` entry for a general matrix, twice the 12 bytes per entry of the CSR
+//! it builds.
+
+use std::io::Read;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::error::{MatrixMarketError, MatrixMarketErrorKind as K};
+use super::header::{parse_banner, parse_size_line, MatrixMarketHeader, MmField, MmFormat, MmObject, MmSymmetry};
+use super::number::{parse_f32, parse_f64, parse_i64, parse_u64, NumError};
+use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar, INDEX_LIMIT};
+
+/// The largest chunk read and parsed at once (16 MiB); also the longest line accepted.
+pub(crate) const CHUNK: usize = 16 << 20;
+/// The smallest read buffer.
+const MIN_BUF: usize = 4 << 10;
+/// The smallest piece a chunk is cut into for parallel parsing.
+const MIN_PIECE: usize = 64 << 10;
+
+/// A byte source read in chunks of whole lines.
+pub(crate) struct Source<'r> {
+    reader: Box<dyn Read + Send + 'r>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// Whether the last fill filled the whole buffer (the input may be larger: grow).
+    was_full: bool,
+    /// 1-based number of the line that starts at `buf[start]`.
+    line: usize,
+}
+
+impl<'r> Source<'r> {
+    /// A source over `reader`; `size_hint` (the input's length, when known) sizes the buffer.
+    pub(crate) fn new(reader: Box<dyn Read + Send + 'r>, size_hint: Option<u64>) -> Self {
+        let cap = size_hint.map_or(64 << 10, |h| usize::try_from(h).unwrap_or(CHUNK).saturating_add(1));
+        Source {
+            reader,
+            buf: vec![0; cap.clamp(MIN_BUF, CHUNK)],
+            start: 0,
+            end: 0,
+            eof: false,
+            was_full: false,
+            line: 1,
+        }
+    }
+
+    /// Moves unread bytes to the front, grows the buffer when the input outgrew it, and
+    /// reads until the buffer is full or the input ends.
+    fn fill(&mut self) -> std::io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if (self.was_full || self.end == self.buf.len()) && self.buf.len() < CHUNK {
+            let len = (self.buf.len() * 2).min(CHUNK);
+            self.buf.resize(len, 0);
+        }
+        while self.end < self.buf.len() && !self.eof {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.was_full = self.end == self.buf.len();
+        Ok(())
+    }
+
+    /// The next line (with its `\n`, if any) and its number, or `None` at the end.
+    fn next_line(&mut self) -> Result<Option<(usize, &[u8])>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let s = self.start;
+                self.start += i + 1;
+                self.line += 1;
+                return Ok(Some((self.line - 1, &self.buf[s..s + i + 1])));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let s = self.start;
+                self.start = self.end;
+                self.line += 1;
+                return Ok(Some((self.line - 1, &self.buf[s..self.end])));
+            }
+            if self.start == 0 && self.end == self.buf.len() && self.buf.len() >= CHUNK {
+                return Err(line_too_long(self.line, &self.buf[..self.end]));
+            }
+            self.fill()?;
+        }
+    }
+
+    /// The next run of complete lines (the last line of the input may lack its `\n`) and
+    /// the number of its first line, or `None` at the end. The caller reports how many
+    /// lines it held with [`Source::advance_lines`].
+    fn next_chunk(&mut self) -> Result<Option<(usize, &[u8])>> {
+        loop {
+            if !self.eof {
+                self.fill()?;
+            }
+            let data = &self.buf[self.start..self.end];
+            if self.eof {
+                if data.is_empty() {
+                    return Ok(None);
+                }
+                let s = self.start;
+                self.start = self.end;
+                return Ok(Some((self.line, &self.buf[s..self.end])));
+            }
+            match memchr::memrchr(b'\n', data) {
+                Some(i) => {
+                    let s = self.start;
+                    self.start += i + 1;
+                    return Ok(Some((self.line, &self.buf[s..s + i + 1])));
+                }
+                None if self.buf.len() >= CHUNK && self.start == 0 && self.end == self.buf.len() => {
+                    return Err(line_too_long(self.line, data));
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn advance_lines(&mut self, n: usize) {
+        self.line += n;
+    }
+}
+
+fn line_too_long(line: usize, text: &[u8]) -> Error {
+    MatrixMarketError::new(K::LineTooLong, line, format!("no line end within {} MiB", CHUNK >> 20), text).into()
+}
+
+/// Wraps `reader` so that gzip input (detected by its magic bytes) is decompressed.
+pub(crate) fn decompressing<'r>(mut reader: impl Read + Send + 'r) -> Result<(Box<dyn Read + Send + 'r>, bool)> {
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        match reader.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let chained = std::io::Cursor::new(magic).take(got as u64).chain(reader);
+    if got == 2 && magic == [0x1f, 0x8b] {
+        Ok((Box::new(flate2::read::MultiGzDecoder::new(chained)), true))
+    } else {
+        Ok((Box::new(chained), false))
+    }
+}
+
+/// Reads the banner, comments and size line. Returns the header and the size line's text.
+pub(crate) fn read_header_from(src: &mut Source<'_>) -> Result<(MatrixMarketHeader, Vec<u8>)> {
+    let Some((_, first)) = src.next_line()? else {
+        return Err(MatrixMarketError::new(K::Banner, 1, "the file is empty", b"").into());
+    };
+    let first = first.strip_prefix(b"\xef\xbb\xbf").unwrap_or(first); // a UTF-8 byte order mark
+    let banner = parse_banner(first)?;
+    loop {
+        match src.next_line()? {
+            None => {
+                return Err(
+                    MatrixMarketError::new(K::SizeLine, src.line, "the file ends before the size line", b"").into()
+                )
+            }
+            Some((no, line)) => {
+                let t = line.trim_ascii_start();
+                if t.is_empty() || t[0] == b'%' {
+                    continue;
+                }
+                let header = parse_size_line(banner, line, no)?;
+                return Ok((header, line.to_vec()));
+            }
+        }
+    }
+}
+
+/// What an entry line holds.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Indices per line: 2 (matrix coordinate), 1 (vector coordinate) or 0 (array).
+    indices: usize,
+    field: MmField,
+    nrows: u64,
+    ncols: u64,
+    skew: bool,
+    single: bool,
+}
+
+/// The entries of one piece, and the first error in it.
+struct Piece<T> {
+    rows: Vec<u32>,
+    cols: Vec<u32>,
+    vals: Vec<T>,
+    /// Line ends (`\n`) consumed.
+    lines: usize,
+    /// The first error, its line number relative to the piece (0 = its first line).
+    error: Option<MatrixMarketError>,
+}
+
+#[inline]
+fn is_blank(c: u8) -> bool {
+    c == b' ' || c == b'\t' || c == b'\r'
+}
+
+/// Parses the entry lines of `buf` (whole lines), stopping at the first error or before
+/// entry number `limit + 1` (a [`K::TooManyEntries`] error).
+fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
+    let est = buf.len() / 20 + 1;
+    let mut p = Piece {
+        rows: Vec::with_capacity(if lay.indices >= 1 { est } else { 0 }),
+        cols: Vec::with_capacity(if lay.indices == 2 { est } else { 0 }),
+        vals: Vec::with_capacity(est),
+        lines: 0,
+        error: None,
+    };
+    let n = buf.len();
+    let mut pos = 0;
+    let mut line = 0usize;
+    // Start of the line being parsed (declared before the macros so that they can see it).
+    let mut line_start;
+    // Ends the piece with an error on the current line.
+    macro_rules! fail {
+        ($kind:expr, $($detail:tt)*) => {{
+            let end = memchr::memchr(b'\n', &buf[line_start..]).map_or(n, |i| line_start + i);
+            p.error = Some(MatrixMarketError::new($kind, line, format!($($detail)*), &buf[line_start..end]));
+            break;
+        }};
+    }
+    // The next whitespace-delimited token of the line, or `fail!` naming what is missing.
+    macro_rules! token {
+        ($what:expr) => {{
+            while pos < n && is_blank(buf[pos]) {
+                pos += 1;
+            }
+            let s = pos;
+            while pos < n && !is_blank(buf[pos]) && buf[pos] != b'\n' {
+                pos += 1;
+            }
+            if s == pos {
+                fail!(K::BadEntry, "missing {}", $what);
+            }
+            &buf[s..pos]
+        }};
+    }
+    macro_rules! index {
+        ($tok:expr, $dim:expr, $what:expr) => {{
+            let tok: &[u8] = $tok;
+            match parse_u64(tok) {
+                Ok(v) if v >= 1 && v <= $dim => (v - 1) as u32,
+                Ok(v) => fail!(K::IndexOutOfRange, "{} index {} is outside 1..={}", $what, v, $dim),
+                Err(NumError::Range) => fail!(
+                    K::IndexOutOfRange,
+                    "{} index {} is outside 1..={}",
+                    $what,
+                    String::from_utf8_lossy(tok),
+                    $dim
+                ),
+                Err(NumError::Syntax) if tok.len() > 1 && tok[0] == b'-' && tok[1..].iter().all(u8::is_ascii_digit) => {
+                    fail!(K::IndexOutOfRange, "{} index {} is negative", $what, String::from_utf8_lossy(tok))
+                }
+                Err(NumError::Syntax) => {
+                    fail!(K::BadNumber, "{} index '{}' is not a whole number", $what, String::from_utf8_lossy(tok))
+                }
+            }
+        }};
+    }
+    while pos < n {
+        line_start = pos;
+        while pos < n && (buf[pos] == b' ' || buf[pos] == b'\t') {
+            pos += 1;
+        }
+        if pos == n {
+            break;
+        }
+        match buf[pos] {
+            b'\n' => {
+                pos += 1;
+                line += 1;
+                continue;
+            }
+            b'\r' if pos + 1 == n => break,
+            b'\r' if buf[pos + 1] == b'\n' => {
+                pos += 2;
+                line += 1;
+                continue;
+            }
+            b'%' => {
+                match memchr::memchr(b'\n', &buf[pos..]) {
+                    Some(i) => {
+                        pos += i + 1;
+                        line += 1;
+                    }
+                    None => pos = n,
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if p.vals.len() == limit {
+            fail!(K::TooManyEntries, "the size line announces {limit} entries in all and this is one more");
+        }
+        let mut r = 0u32;
+        let mut c = 0u32;
+        if lay.indices >= 1 {
+            r = index!(token!("row index"), lay.nrows, "row");
+        }
+        if lay.indices == 2 {
+            c = index!(token!("column index"), lay.ncols, "column");
+        }
+        let v = match lay.field {
+            MmField::Pattern => T::ONE,
+            MmField::Real => {
+                let tok = token!("value");
+                let parsed = if lay.single { parse_f32(tok).map(|x| x as f64) } else { parse_f64(tok) };
+                match parsed {
+                    Ok(x) => T::from_f64(x),
+                    Err(NumError::Syntax) => fail!(K::BadNumber, "value '{}'", String::from_utf8_lossy(tok)),
+                    Err(NumError::Range) => {
+                        fail!(K::NumberOutOfRange, "value {} overflows {}", String::from_utf8_lossy(tok), T::NAME)
+                    }
+                }
+            }
+            MmField::Integer => {
+                let tok = token!("value");
+                match parse_i64(tok) {
+                    // One rounding, to the element type (exact where representable).
+                    Ok(x) => T::from_f64(if lay.single { x as f32 as f64 } else { x as f64 }),
+                    Err(NumError::Syntax) => fail!(K::BadNumber, "integer value '{}'", String::from_utf8_lossy(tok)),
+                    Err(NumError::Range) => {
+                        fail!(K::NumberOutOfRange, "integer value {} overflows i64", String::from_utf8_lossy(tok))
+                    }
+                }
+            }
+        };
+        while pos < n && is_blank(buf[pos]) {
+            pos += 1;
+        }
+        if pos < n && buf[pos] != b'\n' {
+            fail!(
+                K::BadEntry,
+                "unexpected text after the entry (expected {} field(s))",
+                lay.indices + usize::from(lay.field != MmField::Pattern)
+            );
+        }
+        if lay.skew && r == c {
+            fail!(K::SkewDiagonal, "entry ({}, {}) is on the diagonal", r as u64 + 1, c as u64 + 1);
+        }
+        if lay.indices >= 1 {
+            p.rows.push(r);
+        }
+        if lay.indices == 2 {
+            p.cols.push(c);
+        }
+        p.vals.push(v);
+        if pos < n {
+            pos += 1;
+            line += 1;
+        }
+    }
+    p.lines = line;
+    p
+}
+
+/// Cuts `chunk` (whole lines) into pieces for parallel parsing.
+fn pieces(chunk: &[u8]) -> Vec<Range<usize>> {
+    let target = (chunk.len() / (rayon::current_num_threads() * 4)).max(MIN_PIECE);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < chunk.len() {
+        let mut end = (start + target).min(chunk.len());
+        if end < chunk.len() {
+            end = memchr::memchr(b'\n', &chunk[end..]).map_or(chunk.len(), |i| end + i + 1);
+        }
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// The entries of a file as read, before symmetry is expanded.
+pub(crate) struct Parsed<T> {
+    pub header: MatrixMarketHeader,
+    pub size_text: Vec<u8>,
+    /// 0-based row indices (empty for `array`).
+    rows: Vec<u32>,
+    /// 0-based column indices (empty for `array` and `vector coordinate`).
+    cols: Vec<u32>,
+    /// Values in file order.
+    vals: Vec<T>,
+}
+
+/// Reads a whole file: header and entries.
+pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64>) -> Result<Parsed<T>> {
+    let (header, size_text) = read_header_from(src)?;
+    let lay = Layout {
+        indices: match (header.format, header.object) {
+            (MmFormat::Array, _) => 0,
+            (MmFormat::Coordinate, MmObject::Vector) => 1,
+            (MmFormat::Coordinate, MmObject::Matrix) => 2,
+        },
+        field: header.field,
+        nrows: header.nrows as u64,
+        ncols: header.ncols as u64,
+        skew: header.symmetry == MmSymmetry::SkewSymmetric,
+        single: T::BYTES == 4,
+    };
+    let expected = header.entries;
+    // Never trust the size line for memory: reserve no more than the input can hold
+    // (a shortest entry line is 2 bytes for array, 4 for pattern, 6 otherwise).
+    let min_line = match (lay.indices, lay.field) {
+        (0, _) => 2,
+        (_, MmField::Pattern) => 4,
+        _ => 6,
+    };
+    let cap = expected.min(size_hint.map_or(1 << 16, |h| usize::try_from(h / min_line).unwrap_or(usize::MAX)));
+    let mut rows: Vec<u32> = Vec::with_capacity(if lay.indices >= 1 { cap } else { 0 });
+    let mut cols: Vec<u32> = Vec::with_capacity(if lay.indices == 2 { cap } else { 0 });
+    let mut vals: Vec<T> = Vec::with_capacity(cap);
+    let mut ends_with_newline = true;
+    while let Some((first_line, chunk)) = src.next_chunk()? {
+        ends_with_newline = chunk.last() == Some(&b'\n');
+        let ranges = pieces(chunk);
+        let parsed: Vec<Piece<T>> = if ranges.len() == 1 {
+            vec![parse_piece(chunk, &lay, usize::MAX)]
+        } else {
+            ranges.par_iter().map(|r| parse_piece(&chunk[r.clone()], &lay, usize::MAX)).collect()
+        };
+        let mut line = first_line;
+        for (range, piece) in ranges.iter().zip(parsed) {
+            let remaining = expected - vals.len();
+            let error = if piece.vals.len() > remaining {
+                // Parse again, stopping at the first entry past the count.
+                parse_piece::<T>(&chunk[range.clone()], &lay, remaining).error
+            } else {
+                piece.error
+            };
+            if let Some(mut e) = error {
+                e.line += line;
+                return Err(e.into());
+            }
+            rows.extend_from_slice(&piece.rows);
+            cols.extend_from_slice(&piece.cols);
+            vals.extend_from_slice(&piece.vals);
+            line += piece.lines;
+        }
+        src.advance_lines(line - first_line);
+    }
+    if vals.len() < expected {
+        let eof_line = if ends_with_newline { src.line } else { src.line + 1 };
+        return Err(MatrixMarketError::new(
+            K::TooFewEntries,
+            eof_line,
+            format!("the size line announces {expected} entries, the file ends after {}", vals.len()),
+            b"",
+        )
+        .into());
+    }
+    Ok(Parsed { header, size_text, rows, cols, vals })
+}
+
+impl<T: Scalar> Parsed<T> {
+    /// An error about the whole matrix, reported at the size line.
+    fn size_error(&self, kind: K, detail: String) -> Error {
+        MatrixMarketError::new(kind, self.header.size_line, detail, &self.size_text).into()
+    }
+
+    /// The stored entries as `(rows, cols, vals)` triplets: array values placed by position
+    /// (zeros dropped), vector indices in column 0. Symmetry not expanded.
+    fn into_triplets(self) -> (MatrixMarketHeader, Vec<u8>, Vec<u32>, Vec<u32>, Vec<T>) {
+        let Parsed { header, size_text, mut rows, mut cols, mut vals } = self;
+        match (header.format, header.object) {
+            (MmFormat::Coordinate, MmObject::Matrix) => {}
+            (MmFormat::Coordinate, MmObject::Vector) => cols = vec![0; rows.len()],
+            (MmFormat::Array, _) => {
+                // Column-major: column j holds rows j.. (symmetric), j+1.. (skew) or 0.. .
+                let first_row = |j: usize| match header.symmetry {
+                    MmSymmetry::General => 0,
+                    MmSymmetry::Symmetric | MmSymmetry::Hermitian => j,
+                    MmSymmetry::SkewSymmetric => j + 1,
+                };
+                let mut k = 0;
+                let mut kept = 0;
+                for j in 0..header.ncols {
+                    for i in first_row(j)..header.nrows {
+                        let v = vals[k];
+                        k += 1;
+                        if v != T::ZERO {
+                            vals[kept] = v;
+                            kept += 1;
+                            rows.push(i as u32);
+                            cols.push(j as u32);
+                        }
+                    }
+                }
+                vals.truncate(kept);
+                vals.shrink_to_fit();
+            }
+        }
+        (header, size_text, rows, cols, vals)
+    }
+
+    /// Assembles CSR: symmetry expanded, columns sorted, duplicates summed.
+    pub(crate) fn into_csr(self) -> Result<CsrMatrix<T>> {
+        let nrows = self.header.nrows;
+        let symmetry = self.header.symmetry;
+        let size_line = self.header.size_line;
+        let (header, size_text, rows, cols, vals) = self.into_triplets();
+        let mirrored = symmetry.is_mirrored();
+        let total =
+            if mirrored { vals.len() + rows.iter().zip(&cols).filter(|(r, c)| r != c).count() } else { vals.len() };
+        if total > INDEX_LIMIT {
+            return Err(MatrixMarketError::new(
+                K::TooLarge,
+                size_line,
+                format!("{total} entries once symmetry is expanded exceed the limit {INDEX_LIMIT}"),
+                &size_text,
+            )
+            .into());
+        }
+        let mut offsets = vec![0u32; nrows + 1];
+        let (cols, vals) = if !mirrored && rows.windows(2).all(|w| w[0] <= w[1]) {
+            // Rows already in order (as most writers emit them): the triplets are CSR.
+            for &r in &rows {
+                offsets[r as usize + 1] += 1;
+            }
+            drop(rows);
+            prefix_sum(&mut offsets);
+            (cols, vals)
+        } else {
+            for (&r, &c) in rows.iter().zip(&cols) {
+                offsets[r as usize + 1] += 1;
+                if mirrored && r != c {
+                    offsets[c as usize + 1] += 1;
+                }
+            }
+            prefix_sum(&mut offsets);
+            let mut next = offsets[..nrows].to_vec();
+            let mut new_cols = vec![0u32; total];
+            for (&r, &c) in rows.iter().zip(&cols) {
+                new_cols[next[r as usize] as usize] = c;
+                next[r as usize] += 1;
+                if mirrored && r != c {
+                    new_cols[next[c as usize] as usize] = r;
+                    next[c as usize] += 1;
+                }
+            }
+            let cols = if mirrored {
+                cols
+            } else {
+                drop(cols);
+                Vec::new()
+            };
+            next.copy_from_slice(&offsets[..nrows]);
+            let mut new_vals = vec![T::ZERO; total];
+            let skew = symmetry == MmSymmetry::SkewSymmetric;
+            for (k, (&r, &v)) in rows.iter().zip(&vals).enumerate() {
+                new_vals[next[r as usize] as usize] = v;
+                next[r as usize] += 1;
+                if mirrored {
+                    let c = cols[k];
+                    if r != c {
+                        new_vals[next[c as usize] as usize] = if skew { -v } else { v };
+                        next[c as usize] += 1;
+                    }
+                }
+            }
+            (new_cols, new_vals)
+        };
+        let (cols, vals) = finish_rows(&mut offsets, cols, vals);
+        debug_assert!(
+            CsrMatrix::try_from_parts(nrows, header.ncols, offsets.clone(), cols.clone(), vals.clone()).is_ok(),
+            "the reader built an invalid CSR matrix"
+        );
+        // SAFETY: `offsets` come from a counting sort of row indices checked against `nrows`
+        // and is non-decreasing; every column index was checked against `ncols` when parsed;
+        // `finish_rows` sorted the columns of every row and summed duplicates; `total` (an
+        // upper bound of nnz) and the dimensions are within INDEX_LIMIT.
+        Ok(unsafe { CsrMatrix::from_parts_unchecked(nrows, header.ncols, offsets, cols, vals) })
+    }
+
+    /// Assembles COO: symmetry expanded, duplicates kept, entries in file order (mirrors
+    /// after all stored entries).
+    pub(crate) fn into_coo(self) -> Result<CooMatrix<T>> {
+        let (header, size_text, mut rows, mut cols, mut vals) = self.into_triplets();
+        if header.symmetry.is_mirrored() {
+            let n = vals.len();
+            let extra = (0..n).filter(|&k| rows[k] != cols[k]).count();
+            if n + extra > INDEX_LIMIT {
+                return Err(MatrixMarketError::new(
+                    K::TooLarge,
+                    header.size_line,
+                    format!("{} entries once symmetry is expanded exceed the limit {INDEX_LIMIT}", n + extra),
+                    &size_text,
+                )
+                .into());
+            }
+            rows.reserve_exact(extra);
+            cols.reserve_exact(extra);
+            vals.reserve_exact(extra);
+            let skew = header.symmetry == MmSymmetry::SkewSymmetric;
+            for k in 0..n {
+                if rows[k] != cols[k] {
+                    rows.push(cols[k]);
+                    cols.push(rows[k]);
+                    vals.push(if skew { -vals[k] } else { vals[k] });
+                }
+            }
+        }
+        Ok(CooMatrix::try_from_triplets(header.nrows, header.ncols, rows, cols, vals)?)
+    }
+
+    /// A dense vector: `vector` objects and one-column matrices (duplicates summed).
+    pub(crate) fn into_vector(self) -> Result<Vec<T>> {
+        if self.header.ncols != 1 {
+            let (r, c) = (self.header.nrows, self.header.ncols);
+            return Err(self.size_error(K::NotAVector, format!("a {r} x {c} matrix has more than one column")));
+        }
+        if self.header.format == MmFormat::Array {
+            // Every value is stored: keep explicit zeros, no positions to compute.
+            return Ok(self.vals);
+        }
+        let n = self.header.nrows;
+        let mut out = vec![T::ZERO; n];
+        for (&r, &v) in self.rows.iter().zip(&self.vals) {
+            out[r as usize] += v;
+        }
+        Ok(out)
+    }
+}
+
+fn prefix_sum(offsets: &mut [u32]) {
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+}
+
+/// Sorts the columns within every row (stable: duplicates stay in file order) and sums
+/// duplicates, rewriting `offsets`. Rows are sorted in parallel.
+fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec<T>) -> (Vec<u32>, Vec<T>) {
+    let nrows = offsets.len() - 1;
+    let nnz = cols.len();
+    // Blocks of rows with about equal entries, one slice of `cols`/`vals` each.
+    let nblocks = (rayon::current_num_threads() * 8).min(nrows.max(1)).min(nnz / 4096 + 1);
+    let mut blocks = Vec::with_capacity(nblocks);
+    {
+        let (mut rest_c, mut rest_v) = (&mut cols[..], &mut vals[..]);
+        let mut row = 0;
+        for b in 1..=nblocks {
+            let end_row = if b == nblocks {
+                nrows
+            } else {
+                let target = (nnz as u64 * b as u64 / nblocks as u64) as u32;
+                offsets.partition_point(|&o| o < target).clamp(row, nrows)
+            };
+            let len = (offsets[end_row] - offsets[row]) as usize;
+            let (c, rc) = std::mem::take(&mut rest_c).split_at_mut(len);
+            let (v, rv) = std::mem::take(&mut rest_v).split_at_mut(len);
+            rest_c = rc;
+            rest_v = rv;
+            blocks.push((&offsets[row..=end_row], c, v));
+            row = end_row;
+        }
+    }
+    let duplicates = blocks.into_par_iter().map(|(offs, c, v)| sort_block(offs, c, v)).reduce(|| false, |a, b| a || b);
+    if !duplicates {
+        return (cols, vals);
+    }
+    let mut w = 0usize;
+    let mut start = 0usize;
+    for i in 0..nrows {
+        let end = offsets[i + 1] as usize;
+        let mut k = start;
+        while k < end {
+            let c = cols[k];
+            let mut v = vals[k];
+            k += 1;
+            while k < end && cols[k] == c {
+                v += vals[k];
+                k += 1;
+            }
+            cols[w] = c;
+            vals[w] = v;
+            w += 1;
+        }
+        offsets[i + 1] = w as u32;
+        start = end;
+    }
+    cols.truncate(w);
+    vals.truncate(w);
+    cols.shrink_to_fit();
+    vals.shrink_to_fit();
+    (cols, vals)
+}
+
+/// Sorts the rows of one block; returns whether any row holds a duplicate column.
+fn sort_block<T: Scalar>(offs: &[u32], cols: &mut [u32], vals: &mut [T]) -> bool {
+    let base = offs[0];
+    let mut scratch: Vec<(u32, T)> = Vec::new();
+    let mut duplicates = false;
+    for w in offs.windows(2) {
+        let (a, b) = ((w[0] - base) as usize, (w[1] - base) as usize);
+        let rc = &mut cols[a..b];
+        let rv = &mut vals[a..b];
+        if rc.windows(2).all(|p| p[0] < p[1]) {
+            continue;
+        }
+        scratch.clear();
+        scratch.extend(rc.iter().copied().zip(rv.iter().copied()));
+        scratch.sort_by_key(|e| e.0);
+        for (k, &(c, v)) in scratch.iter().enumerate() {
+            rc[k] = c;
+            rv[k] = v;
+        }
+        duplicates |= rc.windows(2).any(|p| p[0] == p[1]);
+    }
+    duplicates
+}
