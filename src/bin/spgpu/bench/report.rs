@@ -1,0 +1,516 @@
+//! What a benchmark run produces, and its four forms: an aligned table on the terminal,
+//! CSV (one row per measurement), JSON (run metadata, matrices, measurements) and a
+//! Markdown summary table (one row per matrix, one column per implementation).
+
+use super::timing::Method;
+use std::fmt::Write as _;
+
+/// The run as a whole: where and when it ran, and the copy bandwidth measured at its start.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// UTC time the run started, RFC 3339.
+    pub date: String,
+    /// `git describe` of the checkout, when known.
+    pub commit: String,
+    /// GPU name.
+    pub gpu: String,
+    /// CUDA driver version, `major.minor`.
+    pub driver: String,
+    /// cuSPARSE library and version, or why it is absent.
+    pub cusparse: String,
+    /// Device-to-device copy bandwidth in GB/s (bytes read plus written), or NaN.
+    pub copy_gbps: f64,
+    /// Host threads used by the CPU baselines.
+    pub cpu_threads: usize,
+    /// The command line that reproduces the run.
+    pub command: String,
+}
+
+/// One matrix of the run.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixInfo {
+    /// Short name: the file stem, or the generated spec.
+    pub name: String,
+    /// Where it came from: a path or `gen:...`.
+    pub source: String,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Mean stored entries per row.
+    pub mean_row: f64,
+    /// Longest row.
+    pub max_row: usize,
+    /// Standard deviation of row lengths.
+    pub std_row: f64,
+    /// Rows with no entries.
+    pub empty_rows: usize,
+    /// The plan's choice of kernel, as the plan explains it.
+    pub plan: String,
+    /// Why the matrix was skipped, when it was (then no measurement refers to it).
+    pub skipped: Option<String>,
+}
+
+/// One timed implementation on one matrix and precision.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// [`MatrixInfo::name`] of the matrix.
+    pub matrix: String,
+    /// `f32` or `f64`.
+    pub scalar: &'static str,
+    /// `spgpu-<kernel>`, `spgpu-auto`, `cusparse-alg1`, `cpu-sprs`, ...
+    pub implementation: String,
+    /// How the time was taken.
+    pub method: Method,
+    /// Median seconds per SpMV.
+    pub seconds: f64,
+    /// Fastest repetition.
+    pub min_seconds: f64,
+    /// Slowest repetition.
+    pub max_seconds: f64,
+    /// SpMVs per repetition, and repetitions.
+    pub per_rep: usize,
+    /// Repetitions.
+    pub reps: usize,
+    /// Bytes by the minimal CSR model.
+    pub bytes: u64,
+    /// Bytes the implementation's format holds and reads (ELL: padding included).
+    pub format_bytes: u64,
+    /// GB/s by the minimal model.
+    pub gbps: f64,
+    /// `gbps` over the copy bandwidth of the run (NaN for CPU baselines or unknown).
+    pub fraction: f64,
+    /// Relative 2-norm error against the CPU reference.
+    pub rel_error: f64,
+    /// Whether `rel_error` is within the tolerance of the precision.
+    pub correct: bool,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Run metadata.
+    pub run: RunInfo,
+    /// Matrices, in run order.
+    pub matrices: Vec<MatrixInfo>,
+    /// Measurements, in run order.
+    pub measurements: Vec<Measurement>,
+    /// Notes for the reader (skipped implementations and why).
+    pub notes: Vec<String>,
+}
+
+/// A time in microseconds with three significant digits.
+pub fn fmt_us(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return "-".into();
+    }
+    let us = seconds * 1e6;
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else if us >= 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.2}")
+    }
+}
+
+/// A fraction as a whole percentage, or `-`.
+fn fmt_pct(f: f64) -> String {
+    if f.is_finite() {
+        format!("{:.0}%", f * 100.0)
+    } else {
+        "-".into()
+    }
+}
+
+/// Pads cells to aligned columns (numbers right-aligned, text left-aligned).
+pub fn align(rows: &[Vec<String>]) -> String {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> =
+        (0..ncol).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let numeric = |s: &str| s.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '.');
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            let pad = width[c] - cell.chars().count();
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if numeric(cell) && c > 0 {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The block printed for one matrix and precision: what it is, the plan, and every
+/// measurement, fastest first.
+pub fn matrix_block(m: &MatrixInfo, scalar: &str, rows: &[&Measurement]) -> String {
+    let mut s = format!(
+        "{} ({scalar}): {} x {}, {} entries, rows mean {:.1} / max {} / std {:.1}, {} empty; plan: {}\n",
+        m.name, m.rows, m.cols, m.nnz, m.mean_row, m.max_row, m.std_row, m.empty_rows, m.plan
+    );
+    let mut sorted: Vec<&&Measurement> = rows.iter().collect();
+    sorted.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let mut table = vec![["implementation", "timing", "us", "GB/s", "of copy", "rel. error", "check"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+    for r in sorted {
+        table.push(vec![
+            r.implementation.clone(),
+            r.method.name().into(),
+            fmt_us(r.seconds),
+            format!("{:.0}", r.gbps),
+            fmt_pct(r.fraction),
+            format!("{:.1e}", r.rel_error),
+            if r.correct { "ok".into() } else { "WRONG".into() },
+        ]);
+    }
+    for line in align(&table).lines() {
+        let _ = writeln!(s, "  {line}");
+    }
+    s
+}
+
+/// Quotes a CSV field when it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The measurements as CSV, one row each, with the matrix's shape repeated on every row.
+pub fn to_csv(r: &Report) -> String {
+    let mut s = String::from(
+        "matrix,scalar,rows,cols,nnz,mean_row,max_row,plan,implementation,timing,median_us,min_us,max_us,\
+         per_rep,reps,bytes,format_bytes,gbps,fraction_of_copy,rel_error,correct\n",
+    );
+    for m in &r.measurements {
+        let info = r.matrices.iter().find(|i| i.name == m.matrix).cloned().unwrap_or_default();
+        let f = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{:.2},{},{:.3e},{}",
+            csv_field(&m.matrix),
+            m.scalar,
+            info.rows,
+            info.cols,
+            info.nnz,
+            info.mean_row,
+            info.max_row,
+            csv_field(&info.plan),
+            csv_field(&m.implementation),
+            m.method.name(),
+            m.seconds * 1e6,
+            m.min_seconds * 1e6,
+            m.max_seconds * 1e6,
+            m.per_rep,
+            m.reps,
+            m.bytes,
+            m.format_bytes,
+            m.gbps,
+            f((m.fraction * 1e4).round() / 1e4),
+            m.rel_error,
+            m.correct
+        );
+    }
+    s
+}
+
+/// A JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON number, or `null` for NaN and infinities.
+fn json_num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+/// The whole report as JSON: `{"run": {...}, "notes": [...], "matrices": [...], "measurements": [...]}`.
+pub fn to_json(r: &Report) -> String {
+    let mut s = String::from("{\n  \"run\": {");
+    let ri = &r.run;
+    let _ = writeln!(
+        s,
+        "\"date\": {}, \"commit\": {}, \"gpu\": {}, \"driver\": {}, \"cusparse\": {}, \"copy_gbps\": {}, \
+         \"cpu_threads\": {}, \"command\": {}}},",
+        json_str(&ri.date),
+        json_str(&ri.commit),
+        json_str(&ri.gpu),
+        json_str(&ri.driver),
+        json_str(&ri.cusparse),
+        json_num(ri.copy_gbps),
+        ri.cpu_threads,
+        json_str(&ri.command)
+    );
+    let notes: Vec<String> = r.notes.iter().map(|n| json_str(n)).collect();
+    let _ = writeln!(s, "  \"notes\": [{}],", notes.join(", "));
+    s.push_str("  \"matrices\": [\n");
+    let mats: Vec<String> = r
+        .matrices
+        .iter()
+        .map(|m| {
+            format!(
+                "    {{\"name\": {}, \"source\": {}, \"rows\": {}, \"cols\": {}, \"nnz\": {}, \"mean_row\": {}, \
+                 \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"skipped\": {}}}",
+                json_str(&m.name),
+                json_str(&m.source),
+                m.rows,
+                m.cols,
+                m.nnz,
+                json_num(m.mean_row),
+                m.max_row,
+                json_num(m.std_row),
+                m.empty_rows,
+                json_str(&m.plan),
+                m.skipped.as_deref().map_or_else(|| "null".into(), json_str)
+            )
+        })
+        .collect();
+    s.push_str(&mats.join(",\n"));
+    s.push_str("\n  ],\n  \"measurements\": [\n");
+    let meas: Vec<String> = r
+        .measurements
+        .iter()
+        .map(|m| {
+            format!(
+                "    {{\"matrix\": {}, \"scalar\": {}, \"implementation\": {}, \"timing\": {}, \"median_us\": {}, \
+                 \"min_us\": {}, \"max_us\": {}, \"per_rep\": {}, \"reps\": {}, \"bytes\": {}, \"format_bytes\": {}, \
+                 \"gbps\": {}, \"fraction_of_copy\": {}, \"rel_error\": {}, \"correct\": {}}}",
+                json_str(&m.matrix),
+                json_str(m.scalar),
+                json_str(&m.implementation),
+                json_str(m.method.name()),
+                json_num(m.seconds * 1e6),
+                json_num(m.min_seconds * 1e6),
+                json_num(m.max_seconds * 1e6),
+                m.per_rep,
+                m.reps,
+                m.bytes,
+                m.format_bytes,
+                json_num(m.gbps),
+                json_num(m.fraction),
+                json_num(m.rel_error),
+                m.correct
+            )
+        })
+        .collect();
+    s.push_str(&meas.join(",\n"));
+    s.push_str("\n  ]\n}\n");
+    s
+}
+
+/// The implementations of the report in a stable order: spgpu first, then cuSPARSE, then CPU.
+pub fn implementations(r: &Report) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for m in &r.measurements {
+        if !names.contains(&m.implementation) {
+            names.push(m.implementation.clone());
+        }
+    }
+    let rank = |n: &str| {
+        if n.starts_with("spgpu-auto") {
+            0
+        } else if n.starts_with("spgpu") {
+            1
+        } else if n.starts_with("cusparse") {
+            2
+        } else {
+            3
+        }
+    };
+    names.sort_by_key(|n| rank(n));
+    names
+}
+
+/// The best (lowest median) measurement of `implementation` on a matrix and precision:
+/// with both event and graph timings, the graph one for small matrices is the kernel's own.
+fn best<'a>(r: &'a Report, matrix: &str, scalar: &str, implementation: &str) -> Option<&'a Measurement> {
+    r.measurements
+        .iter()
+        .filter(|m| m.matrix == matrix && m.scalar == scalar && m.implementation == implementation)
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+}
+
+/// The summary: one row per matrix and precision, one column per implementation, each
+/// cell `time µs (fraction of copy)` of its best timing; `*` marks a graph-replay time.
+/// As Markdown when `markdown`, else as an aligned text table.
+pub fn summary(r: &Report, markdown: bool) -> String {
+    let imps = implementations(r);
+    let mut header = vec!["matrix".to_string(), "scalar".into(), "rows".into(), "nnz".into(), "mean / max row".into()];
+    header.extend(imps.iter().cloned());
+    let mut rows = vec![header];
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for m in &r.measurements {
+        let key = (m.matrix.clone(), m.scalar);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let info = r.matrices.iter().find(|i| i.name == m.matrix).cloned().unwrap_or_default();
+        let mut row = vec![
+            m.matrix.clone(),
+            m.scalar.to_string(),
+            info.rows.to_string(),
+            info.nnz.to_string(),
+            format!("{:.1} / {}", info.mean_row, info.max_row),
+        ];
+        for imp in &imps {
+            row.push(best(r, &m.matrix, m.scalar, imp).map_or_else(
+                || "-".to_string(),
+                |b| {
+                    let mark = if b.method == Method::Graph { "*" } else { "" };
+                    let wrong = if b.correct { "" } else { " WRONG" };
+                    if b.fraction.is_finite() {
+                        format!("{}{mark} ({}){wrong}", fmt_us(b.seconds), fmt_pct(b.fraction))
+                    } else {
+                        format!("{}{mark}{wrong}", fmt_us(b.seconds))
+                    }
+                },
+            ));
+        }
+        rows.push(row);
+    }
+    if markdown {
+        let mut s = String::new();
+        for (i, row) in rows.iter().enumerate() {
+            let _ = writeln!(s, "| {} |", row.join(" | "));
+            if i == 0 {
+                let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
+            }
+        }
+        s
+    } else {
+        align(&rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        let meas = |imp: &str, us: f64, method| Measurement {
+            matrix: "lap2d:2000".into(),
+            scalar: "f64",
+            implementation: imp.into(),
+            method,
+            seconds: us * 1e-6,
+            min_seconds: us * 1e-6,
+            max_seconds: us * 1e-6,
+            per_rep: 10,
+            reps: 5,
+            bytes: 335_904_004,
+            format_bytes: 335_904_004,
+            gbps: 335_904_004.0 / (us * 1e-6) / 1e9,
+            fraction: 335_904_004.0 / (us * 1e-6) / 1e9 / 4280.0,
+            rel_error: 1e-16,
+            correct: true,
+        };
+        Report {
+            run: RunInfo { gpu: "H200 \"test\"".into(), copy_gbps: 4280.0, ..Default::default() },
+            matrices: vec![MatrixInfo {
+                name: "lap2d:2000".into(),
+                rows: 4_000_000,
+                cols: 4_000_000,
+                nnz: 19_992_000,
+                mean_row: 5.0,
+                max_row: 5,
+                plan: "ell, uniform rows".into(),
+                ..Default::default()
+            }],
+            measurements: vec![
+                meas("cusparse-alg1+pre", 131.0, Method::Events),
+                meas("spgpu-auto", 77.0, Method::Events),
+                meas("spgpu-auto", 70.0, Method::Graph),
+                meas("cpu-sprs", 9000.0, Method::Wall),
+            ],
+            notes: vec!["a note, with a comma".into()],
+        }
+    }
+
+    #[test]
+    fn times_format_with_three_significant_digits() {
+        assert_eq!(fmt_us(131e-6), "131");
+        assert_eq!(fmt_us(10.14e-6), "10.1");
+        assert_eq!(fmt_us(8.234e-6), "8.23");
+        assert_eq!(fmt_us(f64::NAN), "-");
+    }
+
+    #[test]
+    fn summary_picks_the_best_timing_and_marks_graphs() {
+        let s = summary(&sample(), true);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[0],
+            "| matrix | scalar | rows | nnz | mean / max row | spgpu-auto | cusparse-alg1+pre | cpu-sprs |"
+        );
+        assert!(lines[2].contains("| 70.0* (112%) |"), "{}", lines[2]);
+        assert!(lines[2].contains("| 131 (60%) |"), "{}", lines[2]);
+        let text = summary(&sample(), false);
+        assert!(text.lines().all(|l| !l.ends_with(' ')));
+    }
+
+    #[test]
+    fn csv_has_one_row_per_measurement_and_quotes_commas() {
+        let c = to_csv(&sample());
+        assert_eq!(c.lines().count(), 5);
+        assert!(c.lines().nth(1).unwrap().contains("\"ell, uniform rows\""));
+        assert_eq!(c.lines().next().unwrap().split(',').count(), c.lines().nth(1).unwrap().split(',').count() - 1);
+    }
+
+    #[test]
+    fn json_escapes_strings_and_nulls_nan() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        let j = to_json(&sample());
+        assert!(j.contains("\"gpu\": \"H200 \\\"test\\\"\""));
+        assert!(j.contains("\"timing\": \"graph\""));
+        assert_eq!(json_num(f64::NAN), "null");
+        // balanced braces and brackets: a cheap structural check
+        assert_eq!(j.matches('{').count(), j.matches('}').count());
+        assert_eq!(j.matches('[').count(), j.matches(']').count());
+    }
+
+    #[test]
+    fn matrix_block_lists_fastest_first() {
+        let r = sample();
+        let refs: Vec<&Measurement> = r.measurements.iter().collect();
+        let b = matrix_block(&r.matrices[0], "f64", &refs);
+        let order: Vec<&str> = b.lines().skip(2).map(|l| l.split_whitespace().next().unwrap()).collect();
+        assert_eq!(order, ["spgpu-auto", "spgpu-auto", "cusparse-alg1+pre", "cpu-sprs"]);
+    }
+}
