@@ -1,11 +1,203 @@
-//! `spgpu spmv` (being written).
+//! `spgpu spmv`: one SpMV on the GPU, checked against the CPU reference, and timed.
+//!
+//! The matrix is uploaded, its plan printed, `y = alpha*A*x + beta*y` computed once and
+//! compared with [`spgpu::reference::spmv_csr`] (relative 2-norm error at most 1e-12 in f64,
+//! 1e-5 in f32), then timed with CUDA events: after a warm-up, `repeats` repetitions of
+//! `launches` back-to-back launches; the median time per launch is reported with the
+//! bandwidth of the minimal-bytes model (`docs/gpu-notes.md`):
+//! `nnz*(4 + val) + (rows + 1)*4 + cols*val + rows*val` bytes, plus `rows*val` more when
+//! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
+//! a GPU it says so on one line and runs the CPU reference only.
+
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvPlan};
+use spgpu::{reference, CsrMatrix, Scalar};
+
 use crate::CliResult;
+
+/// The copy bandwidth of the H200 the crate is measured on, in bytes per second
+/// (`../shared/docs/gpu.md`): the ceiling the GB/s figure is compared with.
+const COPY_BANDWIDTH: f64 = 4.28e12;
 
 /// Arguments of `spgpu spmv`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N, lap3d:N,
+    /// stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
+    pub matrix: String,
+    /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2..32), ell.
+    #[arg(long, default_value = "auto")]
+    pub kernel: String,
+    /// Element type: f64 or f32.
+    #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+    pub precision: String,
+    /// Timed repetitions; the median is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+    /// Back-to-back launches per repetition.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub launches: u32,
+    /// alpha in y = alpha*A*x + beta*y.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub alpha: f64,
+    /// beta in y = alpha*A*x + beta*y (0: y is not read).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub beta: f64,
+    /// Seed of the random x (and y when beta != 0).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
 
 /// Runs `spgpu spmv`.
-pub fn run(_args: Args) -> CliResult {
-    Err("spgpu spmv is not available in this build yet".into())
+pub fn run(args: Args) -> CliResult {
+    let choice: KernelChoice = args.kernel.parse()?;
+    match args.precision.as_str() {
+        "f32" => run_typed::<f32>(&args, choice),
+        _ => run_typed::<f64>(&args, choice),
+    }
+}
+
+/// Reads the matrix named on the command line: a `gen:` name or a Matrix Market file.
+fn load<T: Scalar>(spec: &str) -> spgpu::Result<CsrMatrix<T>> {
+    if spec.starts_with("gen:") {
+        spgpu::gen::from_spec::<T>(spec)
+    } else {
+        spgpu::io::read_csr::<T>(spec)
+    }
+}
+
+/// The uploaded matrix: CSR, or ELL when that kernel was asked for.
+enum DeviceMatrix<T: Scalar> {
+    Csr(DeviceCsr<T>),
+    Ell(DeviceEll<T>),
+}
+
+impl<T: Scalar> DeviceMatrix<T> {
+    fn plan(&self) -> &SpmvPlan {
+        match self {
+            DeviceMatrix::Csr(m) => m.plan(),
+            DeviceMatrix::Ell(m) => m.plan(),
+        }
+    }
+
+    fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> spgpu::Result<()> {
+        match self {
+            DeviceMatrix::Csr(m) => m.spmv(alpha, x, beta, y),
+            DeviceMatrix::Ell(m) => m.spmv(alpha, x, beta, y),
+        }
+    }
+}
+
+fn random_vector<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
+}
+
+fn run_typed<T: Scalar>(args: &Args, choice: KernelChoice) -> CliResult {
+    let t0 = Instant::now();
+    let a = load::<T>(&args.matrix)?;
+    let stats = a.row_stats();
+    println!(
+        "matrix {}: {} x {}, {} entries, {} ({:.2} s to load)",
+        args.matrix,
+        a.nrows(),
+        a.ncols(),
+        a.nnz(),
+        T::NAME,
+        t0.elapsed().as_secs_f64()
+    );
+    print!("{stats}");
+    let (alpha, beta) = (T::from_f64(args.alpha), T::from_f64(args.beta));
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let x = random_vector::<T>(&mut rng, a.ncols());
+    // beta == 0: y must not be read, so it starts as NaN, which would spread if it were.
+    let y0 = if args.beta == 0.0 { vec![T::from_f64(f64::NAN); a.nrows()] } else { random_vector(&mut rng, a.nrows()) };
+    let mut y_ref = y0.clone();
+    let t_cpu = Instant::now();
+    reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
+    let cpu_s = t_cpu.elapsed().as_secs_f64();
+
+    let ctx = match Context::global() {
+        Ok(ctx) => ctx,
+        Err(e) if e.is_no_device() => {
+            println!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
+            if choice != KernelChoice::Ell {
+                println!("{}", SpmvPlan::with_choice(&stats, 32, choice)?.explain());
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    println!("device: {} ({} SMs, warp {})", ctx.info().name, ctx.info().sm_count, ctx.warp_size());
+
+    let d_a = if choice == KernelChoice::Ell {
+        DeviceMatrix::Ell(DeviceEll::from_csr(ctx, &a)?)
+    } else {
+        DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, &a, choice)?)
+    };
+    let plan = d_a.plan().clone();
+    println!("{}", plan.explain());
+    let d_x = DeviceVector::from_slice(ctx, &x)?;
+    let mut d_y = DeviceVector::from_slice(ctx, &y0)?;
+    let launch = |y: &mut DeviceVector<T>| d_a.spmv(alpha, &d_x, beta, y);
+
+    // Correctness first, on a fresh y.
+    launch(&mut d_y)?;
+    let y_gpu = d_y.to_vec()?;
+    let err = reference::relative_error(&y_gpu, &y_ref);
+    let tol = if T::BYTES == 4 { 1e-5 } else { 1e-12 };
+    if err.is_nan() || err > tol {
+        return Err(format!("the GPU result differs from the CPU reference: relative error {err:.3e} > {tol:e}").into());
+    }
+    println!("check: relative error {err:.3e} against the CPU reference (tolerance {tol:e})");
+
+    // Timing: warm-up, then repeats x launches between CUDA events.
+    for _ in 0..args.launches {
+        launch(&mut d_y)?;
+    }
+    ctx.synchronize()?;
+    let mut per_launch: Vec<f64> = Vec::with_capacity(args.repeats as usize);
+    for _ in 0..args.repeats {
+        let t = ctx.time(|| (0..args.launches).try_for_each(|_| launch(&mut d_y)))?;
+        per_launch.push(t.as_secs_f64() / f64::from(args.launches));
+    }
+    per_launch.sort_by(f64::total_cmp);
+    let median = per_launch[per_launch.len() / 2];
+    let bytes = model_bytes::<T>(a.nrows(), a.ncols(), a.nnz(), args.beta != 0.0);
+    let gbs = bytes as f64 / median / 1e9;
+    println!(
+        "time: {:.1} us per launch (median of {} x {} launches; min {:.1}, max {:.1}); CPU reference {:.1} us",
+        median * 1e6,
+        args.repeats,
+        args.launches,
+        per_launch[0] * 1e6,
+        per_launch[per_launch.len() - 1] * 1e6,
+        cpu_s * 1e6
+    );
+    println!(
+        "bandwidth: {:.0} GB/s ({} bytes by the minimal-bytes model), {:.0}% of {:.2} TB/s",
+        gbs,
+        bytes,
+        100.0 * gbs * 1e9 / COPY_BANDWIDTH,
+        COPY_BANDWIDTH / 1e12
+    );
+    println!(
+        "result: {} {} {}: {:.1} us, {:.0} GB/s, {:.0}%",
+        args.matrix,
+        T::NAME,
+        plan.kernel(),
+        median * 1e6,
+        gbs,
+        100.0 * gbs * 1e9 / COPY_BANDWIDTH
+    );
+    Ok(())
+}
+
+/// The bytes SpMV must move at least: every value and column index once, the row offsets
+/// once, `x` once, `y` written once and read once more when `beta != 0`.
+fn model_bytes<T: Scalar>(nrows: usize, ncols: usize, nnz: usize, reads_y: bool) -> usize {
+    let v = T::BYTES;
+    nnz * (4 + v) + (nrows + 1) * 4 + ncols * v + nrows * v + if reads_y { nrows * v } else { 0 }
 }

@@ -1,0 +1,363 @@
+//! GPU SpMV against the CPU reference: every kernel, both precisions, awkward shapes, every
+//! (alpha, beta) in {0, 1, -2.5}^2, repeated calls, and the matrices of `SPGPU_MATRICES`.
+//!
+//! Each test skips with a printed line when there is no GPU, and fails instead when
+//! `SPGPU_REQUIRE_GPU=1`.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, VECTOR_THREADS_PER_ROW};
+use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
+
+/// The context, or `None` (with a printed line) when there is no GPU and none is required.
+fn gpu(test: &str) -> Option<&'static Context> {
+    match Context::global() {
+        Ok(ctx) => Some(ctx),
+        Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
+            println!("{test}: skipped, no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),
+    }
+}
+
+fn tolerance<T: Scalar>() -> f64 {
+    if T::BYTES == 4 {
+        1e-5
+    } else {
+        1e-12
+    }
+}
+
+/// A random `nrows x ncols` CSR matrix: row lengths uniform in `0..=max_len` (capped at
+/// `ncols`), about `empty_every`-th row forced empty, values in `[-1, 1)`.
+fn random_csr(nrows: usize, ncols: usize, max_len: usize, empty_every: usize, seed: u64) -> CsrMatrix<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut offsets = vec![0u32];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..nrows {
+        let len = if empty_every > 0 && i % empty_every == 3 { 0 } else { rng.random_range(0..=max_len.min(ncols)) };
+        let mut c = rand::seq::index::sample(&mut rng, ncols, len).into_vec();
+        c.sort_unstable();
+        for j in c {
+            cols.push(j as u32);
+            vals.push(rng.random_range(-1.0..1.0));
+        }
+        offsets.push(cols.len() as u32);
+    }
+    CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).expect("a valid random matrix")
+}
+
+/// A matrix with one row of `long` entries (row `at`) among rows of 0..=4 entries.
+fn one_long_row(nrows: usize, ncols: usize, at: usize, long: usize, seed: u64) -> CsrMatrix<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut offsets = vec![0u32];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..nrows {
+        let len = if i == at { long } else { rng.random_range(0..=4usize) };
+        let mut c = rand::seq::index::sample(&mut rng, ncols, len).into_vec();
+        c.sort_unstable();
+        for j in c {
+            cols.push(j as u32);
+            vals.push(rng.random_range(0.5..1.5));
+        }
+        offsets.push(cols.len() as u32);
+    }
+    CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).expect("a valid matrix")
+}
+
+/// The test matrices, by name.
+fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
+    vec![
+        ("random 531x229 with empty rows", random_csr(531, 229, 9, 7, 1)),
+        ("random 229x531 (wide), rows up to 70", random_csr(229, 531, 70, 11, 2)),
+        ("random 1000x37 (tall)", random_csr(1000, 37, 37, 5, 3)),
+        ("random 777x777, rows up to 200", random_csr(777, 777, 200, 13, 4)),
+        ("0 x 0", CsrMatrix::zeros(0, 0).unwrap()),
+        ("0 rows x 17", CsrMatrix::zeros(0, 17).unwrap()),
+        ("13 x 0", CsrMatrix::zeros(13, 0).unwrap()),
+        ("no entries 13 x 17", CsrMatrix::zeros(13, 17).unwrap()),
+        ("one row of 100000", full_row(100_000, 5)),
+        ("one long row among short ones", one_long_row(301, 100_003, 7, 100_000, 6)),
+        ("lap2d 23", gen::laplacian_2d(23)),
+        ("stencil27 7", gen::laplacian_3d_27pt(7)),
+    ]
+}
+
+/// A 1 x n matrix whose single row holds all `n` columns.
+fn full_row(n: usize, seed: u64) -> CsrMatrix<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let cols: Vec<u32> = (0..n as u32).collect();
+    let vals: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    CsrMatrix::try_from_parts(1, n, vec![0, n as u32], cols, vals).unwrap()
+}
+
+/// A matrix uploaded for one kernel.
+enum Uploaded<T: Scalar> {
+    Csr(DeviceCsr<T>),
+    Ell(DeviceEll<T>),
+}
+
+impl<T: Scalar> Uploaded<T> {
+    fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> spgpu::Result<()> {
+        match self {
+            Uploaded::Csr(m) => m.spmv(alpha, x, beta, y),
+            Uploaded::Ell(m) => m.spmv(alpha, x, beta, y),
+        }
+    }
+}
+
+/// Every kernel choice, ELL included when the matrix's ELL form stays under 4M slots.
+fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, Uploaded<T>)> {
+    let mut out = Vec::new();
+    let mut choices = vec![KernelChoice::Auto, KernelChoice::Scalar];
+    choices
+        .extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&n| n <= ctx.warp_size()).map(|&n| KernelChoice::VectorTpr(n)));
+    for choice in choices {
+        let d = DeviceCsr::upload_with(ctx, a, choice).expect("upload");
+        out.push((format!("{choice} ({})", d.plan().kernel()), Uploaded::Csr(d)));
+    }
+    match EllMatrix::try_from_csr_with_limit(a, 4 << 20) {
+        Ok(e) => out.push(("ell".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).expect("upload ELL")))),
+        Err(_) => println!("  (ELL skipped: more than 4M slots)"),
+    }
+    out
+}
+
+fn random_vec<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
+}
+
+/// Checks one product: the 2-norm relative error and every element against its own error
+/// bound (`tol * (|alpha| sum |a_ij x_j| + |beta y_i|)`).
+fn check<T: Scalar>(what: &str, a: &CsrMatrix<T>, alpha: T, x: &[T], beta: T, y0: &[T], got: &[T]) {
+    let mut want = y0.to_vec();
+    reference::spmv_csr(alpha, a, x, beta, &mut want).unwrap();
+    let tol = tolerance::<T>();
+    let err = reference::relative_error(got, &want);
+    assert!(err <= tol, "{what}: relative error {err:e} > {tol:e}");
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let mut scale: f64 = cols.iter().zip(vals).map(|(&c, &v)| (v.to_f64() * x[c as usize].to_f64()).abs()).sum();
+        scale *= alpha.to_f64().abs();
+        if beta != T::ZERO {
+            scale += (beta.to_f64() * y0[i].to_f64()).abs();
+        }
+        let (g, w) = (got[i].to_f64(), want[i].to_f64());
+        assert!(g.is_finite(), "{what}: y[{i}] = {g} (the reference has {w})");
+        assert!(
+            (g - w).abs() <= tol * scale + f64::MIN_POSITIVE,
+            "{what}: y[{i}] = {g}, reference {w}, bound {}",
+            tol * scale
+        );
+    }
+}
+
+fn every_kernel_matches_the_reference<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(2026);
+    let scalars = [0.0, 1.0, -2.5];
+    for (name, a64) in matrices() {
+        let a: CsrMatrix<T> = a64.cast();
+        println!("{test}: {name} ({} x {}, {} entries)", a.nrows(), a.ncols(), a.nnz());
+        for (kernel, m) in uploads(ctx, &a) {
+            for &alpha in &scalars {
+                for &beta in &scalars {
+                    let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+                    let x = random_vec::<T>(&mut rng, a.ncols());
+                    // beta == 0 must not read y: poison it with NaN.
+                    let y0 = if beta == T::ZERO {
+                        vec![T::from_f64(f64::NAN); a.nrows()]
+                    } else {
+                        random_vec(&mut rng, a.nrows())
+                    };
+                    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+                    m.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
+                    let got = d_y.to_vec().unwrap();
+                    let what = format!("{name}, {kernel}, {}, alpha {alpha}, beta {beta}", T::NAME);
+                    check(&what, &a, alpha, &x, beta, &y0, &got);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_kernel_matches_the_reference_f64() {
+    every_kernel_matches_the_reference::<f64>("every_kernel_matches_the_reference_f64");
+}
+
+#[test]
+fn every_kernel_matches_the_reference_f32() {
+    every_kernel_matches_the_reference::<f32>("every_kernel_matches_the_reference_f32");
+}
+
+fn repeated_calls_give_the_same_result<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(7);
+    for (name, a) in
+        [("random 531x229", random_csr(531, 229, 40, 7, 11)), ("long row", one_long_row(300, 50_000, 5, 40_000, 12))]
+    {
+        let a: CsrMatrix<T> = a.cast();
+        let x = random_vec::<T>(&mut rng, a.ncols());
+        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+        for (kernel, m) in uploads(ctx, &a) {
+            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+            m.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+            let first = d_y.to_vec().unwrap();
+            check(&format!("{name}, {kernel}, first call"), &a, T::ONE, &x, T::ZERO, &vec![T::ZERO; a.nrows()], &first);
+            for k in 2..=10 {
+                m.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+                // a fresh output vector each other call, the same one otherwise
+                let got = if k % 2 == 0 {
+                    d_y.to_vec().unwrap()
+                } else {
+                    let mut fresh = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+                    m.spmv(T::ONE, &d_x, T::ZERO, &mut fresh).unwrap();
+                    fresh.to_vec().unwrap()
+                };
+                let same = got.iter().zip(&first).all(|(g, f)| g.to_f64().to_bits() == f.to_f64().to_bits());
+                assert!(same, "{name}, {kernel}: call {k} differs from the first");
+            }
+        }
+    }
+}
+
+#[test]
+fn repeated_calls_give_the_same_result_f64() {
+    repeated_calls_give_the_same_result::<f64>("repeated_calls_give_the_same_result_f64");
+}
+
+#[test]
+fn repeated_calls_give_the_same_result_f32() {
+    repeated_calls_give_the_same_result::<f32>("repeated_calls_give_the_same_result_f32");
+}
+
+#[test]
+fn dimension_mismatch_launches_nothing() {
+    let Some(ctx) = gpu("dimension_mismatch_launches_nothing") else { return };
+    let a = random_csr(31, 17, 5, 0, 3);
+    let csr = DeviceCsr::upload(ctx, &a).unwrap();
+    let ell = DeviceEll::from_csr(ctx, &a).unwrap();
+    let x_bad = DeviceVector::from_slice(ctx, &[1.0; 16]).unwrap();
+    let x = DeviceVector::from_slice(ctx, &[1.0; 17]).unwrap();
+    let mut y = DeviceVector::from_slice(ctx, &[7.0; 31]).unwrap();
+    let mut y_bad = DeviceVector::from_slice(ctx, &[7.0; 32]).unwrap();
+    for r in [csr.spmv(1.0, &x_bad, 0.0, &mut y), ell.spmv(1.0, &x_bad, 0.0, &mut y)] {
+        assert!(matches!(r, Err(Error::DimensionMismatch { expected: 17, found: 16, .. })), "{r:?}");
+    }
+    for r in [csr.spmv(1.0, &x, 0.0, &mut y_bad), ell.spmv(1.0, &x, 0.0, &mut y_bad)] {
+        assert!(matches!(r, Err(Error::DimensionMismatch { expected: 31, found: 32, .. })), "{r:?}");
+    }
+    assert_eq!(y.to_vec().unwrap(), vec![7.0; 31], "nothing was launched");
+    assert_eq!(y_bad.to_vec().unwrap(), vec![7.0; 32], "nothing was launched");
+}
+
+#[test]
+fn uploads_round_trip_and_kernels_can_be_forced() {
+    let Some(ctx) = gpu("uploads_round_trip_and_kernels_can_be_forced") else { return };
+    let a = random_csr(531, 229, 30, 7, 8);
+    let mut csr = DeviceCsr::upload(ctx, &a).unwrap();
+    assert_eq!((csr.nrows(), csr.ncols(), csr.nnz()), (531, 229, a.nnz()));
+    assert_eq!(csr.download().unwrap(), a);
+    assert!(matches!(csr.set_kernel(KernelChoice::Ell), Err(Error::InvalidArgument(_))));
+    csr.set_kernel(KernelChoice::VectorTpr(8)).unwrap();
+    assert_eq!(csr.plan().kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+    let e = EllMatrix::try_from_csr(&a).unwrap();
+    let ell = DeviceEll::upload(ctx, &e).unwrap();
+    assert_eq!((ell.nrows(), ell.ncols(), ell.nnz(), ell.width()), (531, 229, a.nnz(), e.width()));
+    assert_eq!(ell.download().unwrap(), e);
+    let empty = DeviceCsr::upload(ctx, &CsrMatrix::<f32>::zeros(0, 0).unwrap()).unwrap();
+    assert_eq!(empty.download().unwrap(), CsrMatrix::zeros(0, 0).unwrap());
+
+    let mut v = DeviceVector::<f64>::zeros(ctx, 1001).unwrap();
+    assert_eq!(v.to_vec().unwrap(), vec![0.0; 1001]);
+    v.fill(-2.5).unwrap();
+    assert_eq!(v.to_vec().unwrap(), vec![-2.5; 1001]);
+    let data: Vec<f64> = (0..1001).map(f64::from).collect();
+    v.copy_from(&data).unwrap();
+    assert_eq!(v.to_vec().unwrap(), data);
+    assert!(matches!(v.copy_from(&data[1..]), Err(Error::DimensionMismatch { .. })));
+    let mut e0 = DeviceVector::<f32>::zeros(ctx, 0).unwrap();
+    e0.fill(1.0).unwrap();
+    assert!(e0.is_empty() && e0.to_vec().unwrap().is_empty() && e0.as_device_ptr().is_null());
+}
+
+#[test]
+fn spmv_works_from_many_threads() {
+    let Some(ctx) = gpu("spmv_works_from_many_threads") else { return };
+    let a = gen::laplacian_2d::<f64>(40);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let a = &a;
+            s.spawn(move || {
+                let d = DeviceCsr::upload(ctx, a).unwrap();
+                let mut rng = StdRng::seed_from_u64(t);
+                let x = random_vec::<f64>(&mut rng, a.ncols());
+                let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                let mut d_y = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+                d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+                let got = d_y.to_vec().unwrap();
+                check(&format!("thread {t}"), a, 1.0, &x, 0.0, &vec![0.0; a.nrows()], &got);
+            });
+        }
+    });
+}
+
+fn matrices_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("SPGPU_MATRICES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"));
+    dir.is_dir().then_some(dir)
+}
+
+fn suite_through_the_auto_plan<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let Some(dir) = matrices_dir() else {
+        println!("{test}: skipped, no matrices folder (set SPGPU_MATRICES)");
+        return;
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().is_some_and(|s| s.ends_with(".mtx") || s.ends_with(".mtx.gz")))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{test}: no .mtx files in {}", dir.display());
+    let mut rng = StdRng::seed_from_u64(31);
+    for path in &files {
+        let a = spgpu::io::read_csr::<T>(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut ms = vec![("auto".to_string(), Uploaded::Csr(DeviceCsr::upload(ctx, &a).unwrap()))];
+        if let Ok(e) = EllMatrix::try_from_csr(&a) {
+            ms.push(("ell".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).unwrap())));
+        }
+        for (kernel, m) in ms {
+            for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0)] {
+                let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+                let x = random_vec::<T>(&mut rng, a.ncols());
+                let y0 = if beta == T::ZERO {
+                    vec![T::from_f64(f64::NAN); a.nrows()]
+                } else {
+                    random_vec(&mut rng, a.nrows())
+                };
+                let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+                m.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
+                let what = format!("{}, {kernel}, {}, alpha {alpha}, beta {beta}", path.display(), T::NAME);
+                check(&what, &a, alpha, &x, beta, &y0, &d_y.to_vec().unwrap());
+            }
+        }
+    }
+    println!("{test}: {} matrices checked", files.len());
+}
+
+#[test]
+fn suite_matrices_through_the_auto_plan_f64() {
+    suite_through_the_auto_plan::<f64>("suite_matrices_through_the_auto_plan_f64");
+}
+
+#[test]
+fn suite_matrices_through_the_auto_plan_f32() {
+    suite_through_the_auto_plan::<f32>("suite_matrices_through_the_auto_plan_f32");
+}

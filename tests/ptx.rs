@@ -1,0 +1,141 @@
+//! Host-only checks of the committed PTX (`ptx/*.ptx`): it is not stale, it is portable, and
+//! it holds every kernel the Rust side can name.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use spgpu::gpu::{all_kernel_names, ModuleId};
+
+const HASH_PREFIX: &str = "// spgpu-source-sha256: ";
+
+fn ptx_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("ptx")
+}
+
+/// The stems of every `ptx/*.cu`.
+fn sources() -> Vec<String> {
+    let mut stems: Vec<String> = fs::read_dir(ptx_dir())
+        .expect("ptx/ is listable")
+        .map(|e| e.expect("ptx/ entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .collect();
+    stems.sort();
+    stems
+}
+
+/// The quoted `#include "NAME"` targets of a source, each once, in order of appearance.
+fn quoted_includes(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix('#') else { continue };
+        let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
+        let rest = rest.trim_start();
+        if let Some(name) = rest.strip_prefix('"').and_then(|r| r.split('"').next()) {
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The source hash by the rule of `ptx/regen.sh`: SHA-256 of `<stem>.cu` followed by each of
+/// its quoted includes.
+fn source_hash(stem: &str) -> String {
+    let cu = fs::read(ptx_dir().join(format!("{stem}.cu"))).unwrap();
+    let mut h = Sha256::new();
+    h.update(&cu);
+    for inc in quoted_includes(&String::from_utf8_lossy(&cu)) {
+        let bytes = fs::read(ptx_dir().join(&inc)).unwrap_or_else(|e| panic!("{stem}.cu includes {inc}: {e}"));
+        h.update(&bytes);
+    }
+    format!("{:x}", h.finalize())
+}
+
+fn committed_ptx(stem: &str) -> String {
+    fs::read_to_string(ptx_dir().join(format!("{stem}.ptx")))
+        .unwrap_or_else(|e| panic!("ptx/{stem}.ptx is missing ({e}): run ptx/regen.sh and commit it"))
+}
+
+/// The `.entry` names of a PTX text.
+fn entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry "))?;
+            Some(rest.split('(').next().unwrap().trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn there_is_a_source_for_every_module() {
+    let stems = sources();
+    for m in ModuleId::ALL {
+        assert!(stems.iter().any(|s| s == m.stem()), "module {:?} has no ptx/{}.cu", m, m.stem());
+    }
+}
+
+#[test]
+fn committed_ptx_hash_is_not_stale() {
+    for stem in sources() {
+        let ptx = committed_ptx(&stem);
+        let first = ptx.lines().next().unwrap_or("");
+        let recorded = first
+            .strip_prefix(HASH_PREFIX)
+            .unwrap_or_else(|| panic!("ptx/{stem}.ptx does not start with {HASH_PREFIX:?}: run ptx/regen.sh"));
+        assert_eq!(
+            recorded.trim(),
+            source_hash(&stem),
+            "ptx/{stem}.ptx is stale: its sources changed since it was generated; run ptx/regen.sh and commit it"
+        );
+    }
+}
+
+#[test]
+fn the_hash_covers_the_headers() {
+    // The rule hashes direct quoted includes only, so headers must not include headers.
+    for entry in fs::read_dir(ptx_dir()).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "cuh") {
+            let text = fs::read_to_string(&p).unwrap();
+            assert!(quoted_includes(&text).is_empty(), "{} includes another header", p.display());
+        }
+    }
+    assert_eq!(
+        quoted_includes("#include \"a.cuh\"\n  # include \"b.cuh\" // x\n#include <c.h>\n#include \"a.cuh\""),
+        ["a.cuh", "b.cuh"]
+    );
+}
+
+#[test]
+fn committed_ptx_is_portable() {
+    for stem in sources() {
+        let ptx = committed_ptx(&stem);
+        let target = ptx.lines().find_map(|l| l.trim().strip_prefix(".target ")).expect(".target line");
+        let sm: u32 = target.trim().trim_start_matches("sm_").parse().expect("sm_NN target");
+        assert!(sm <= 70, "ptx/{stem}.ptx targets sm_{sm}; it must target compute_70 or older");
+        let version = ptx.lines().find_map(|l| l.trim().strip_prefix(".version ")).expect(".version line");
+        let (major, minor) = version.trim().split_once('.').expect("major.minor");
+        let (major, minor): (u32, u32) = (major.parse().unwrap(), minor.parse().unwrap());
+        assert!(
+            (major, minor) <= (7, 8),
+            "ptx/{stem}.ptx is PTX ISA {major}.{minor}; drivers older than CUDA 12 need <= 7.8 (use nvcc 11.8)"
+        );
+    }
+}
+
+#[test]
+fn every_kernel_name_is_an_entry_of_the_committed_and_the_built_ptx() {
+    let names = all_kernel_names();
+    assert!(!names.is_empty());
+    for (module, name) in names {
+        let committed = entries(&committed_ptx(module.stem()));
+        assert!(committed.contains(&name), "{name} is not an .entry of ptx/{}.ptx", module.stem());
+        let built = entries(module.ptx());
+        assert!(built.contains(&name), "{name} is not an .entry of the PTX built for module {}", module.stem());
+    }
+}
