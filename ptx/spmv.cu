@@ -62,8 +62,9 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const unsigned* __res
 }
 
 // ELLPACK, column-major: one thread per row; slot k of row i is at k*nrows + i, so a warp
-// reads 32 consecutive slots. Padding (column SPGPU_ELL_PADDING) only follows a row's
-// entries, so the first padding slot ends the row.
+// reads 32 consecutive slots. Every slot's column and value are loaded unconditionally (a
+// padding slot holds value 0), so the loads of all slots are independent and overlap;
+// only the read of x is skipped for padding (column SPGPU_ELL_PADDING).
 template <typename T>
 __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsigned* __restrict__ col_indices,
                                     const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
@@ -78,10 +79,10 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 #pragma unroll 4
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
             const unsigned c = ldg(col_indices + slot);
-            if (c == SPGPU_ELL_PADDING) {
-                break;
+            const T v = ldg(values + slot);
+            if (c != SPGPU_ELL_PADDING) {
+                sum += acc_t(v) * acc_t(ldg(x + c));
             }
-            sum += acc_t(ldg(values + slot)) * acc_t(ldg(x + c));
         }
     }
     store_axpby(y, row, alpha, sum, beta);

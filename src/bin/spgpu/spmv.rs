@@ -28,9 +28,11 @@ pub struct Args {
     /// A Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N, lap3d:N,
     /// stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
     pub matrix: String,
-    /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2..32), ell.
-    #[arg(long, default_value = "auto")]
-    pub kernel: String,
+    /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
+    /// 32), ell; or a comma-separated list of them, each checked and timed in turn on the
+    /// same matrix and x.
+    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    pub kernel: Vec<String>,
     /// Element type: f64 or f32.
     #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
     pub precision: String,
@@ -53,10 +55,10 @@ pub struct Args {
 
 /// Runs `spgpu spmv`.
 pub fn run(args: Args) -> CliResult {
-    let choice: KernelChoice = args.kernel.parse()?;
+    let choices = args.kernel.iter().map(|k| k.parse::<KernelChoice>()).collect::<spgpu::Result<Vec<_>>>()?;
     match args.precision.as_str() {
-        "f32" => run_typed::<f32>(&args, choice),
-        _ => run_typed::<f64>(&args, choice),
+        "f32" => run_typed::<f32>(&args, &choices),
+        _ => run_typed::<f64>(&args, &choices),
     }
 }
 
@@ -95,7 +97,7 @@ fn random_vector<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
     (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
 }
 
-fn run_typed<T: Scalar>(args: &Args, choice: KernelChoice) -> CliResult {
+fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let t0 = Instant::now();
     let a = load::<T>(&args.matrix)?;
     let stats = a.row_stats();
@@ -118,12 +120,13 @@ fn run_typed<T: Scalar>(args: &Args, choice: KernelChoice) -> CliResult {
     let t_cpu = Instant::now();
     reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
     let cpu_s = t_cpu.elapsed().as_secs_f64();
+    println!("CPU reference: {:.1} us", cpu_s * 1e6);
 
     let ctx = match Context::global() {
         Ok(ctx) => ctx,
         Err(e) if e.is_no_device() => {
             println!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
-            if choice != KernelChoice::Ell {
+            for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
                 println!("{}", SpmvPlan::with_choice(&stats, 32, choice)?.explain());
             }
             return Ok(());
@@ -132,21 +135,48 @@ fn run_typed<T: Scalar>(args: &Args, choice: KernelChoice) -> CliResult {
     };
     println!("device: {} ({} SMs, warp {})", ctx.info().name, ctx.info().sm_count, ctx.warp_size());
 
-    let d_a = if choice == KernelChoice::Ell {
-        DeviceMatrix::Ell(DeviceEll::from_csr(ctx, &a)?)
+    let d_x = DeviceVector::from_slice(ctx, &x)?;
+    let mut failures = Vec::new();
+    for &choice in choices {
+        if let Err(e) = run_kernel(args, ctx, &a, choice, alpha, beta, &d_x, &y0, &y_ref) {
+            println!("{choice}: failed: {e}");
+            failures.push(format!("{choice}: {e}"));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
     } else {
-        DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, &a, choice)?)
+        Err(failures.join("; ").into())
+    }
+}
+
+/// Uploads `a` for one kernel choice, checks one product against `y_ref`, and times it.
+#[allow(clippy::too_many_arguments)]
+fn run_kernel<T: Scalar>(
+    args: &Args,
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    choice: KernelChoice,
+    alpha: T,
+    beta: T,
+    d_x: &DeviceVector<T>,
+    y0: &[T],
+    y_ref: &[T],
+) -> CliResult {
+    let d_a = if choice == KernelChoice::Ell {
+        DeviceMatrix::Ell(DeviceEll::from_csr(ctx, a)?)
+    } else {
+        DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, a, choice)?)
     };
     let plan = d_a.plan().clone();
     println!("{}", plan.explain());
-    let d_x = DeviceVector::from_slice(ctx, &x)?;
-    let mut d_y = DeviceVector::from_slice(ctx, &y0)?;
-    let launch = |y: &mut DeviceVector<T>| d_a.spmv(alpha, &d_x, beta, y);
+    let mut d_y = DeviceVector::from_slice(ctx, y0)?;
+    let launch = |y: &mut DeviceVector<T>| d_a.spmv(alpha, d_x, beta, y);
 
     // Correctness first, on a fresh y.
     launch(&mut d_y)?;
     let y_gpu = d_y.to_vec()?;
-    let err = reference::relative_error(&y_gpu, &y_ref);
+    let err = reference::relative_error(&y_gpu, y_ref);
     let tol = if T::BYTES == 4 { 1e-5 } else { 1e-12 };
     if err.is_nan() || err > tol {
         return Err(format!("the GPU result differs from the CPU reference: relative error {err:.3e} > {tol:e}").into());
@@ -167,30 +197,25 @@ fn run_typed<T: Scalar>(args: &Args, choice: KernelChoice) -> CliResult {
     let median = per_launch[per_launch.len() / 2];
     let bytes = model_bytes::<T>(a.nrows(), a.ncols(), a.nnz(), args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
+    let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
     println!(
-        "time: {:.1} us per launch (median of {} x {} launches; min {:.1}, max {:.1}); CPU reference {:.1} us",
+        "time: {:.1} us per launch (median of {} x {} launches; min {:.1}, max {:.1})",
         median * 1e6,
         args.repeats,
         args.launches,
         per_launch[0] * 1e6,
         per_launch[per_launch.len() - 1] * 1e6,
-        cpu_s * 1e6
     );
     println!(
-        "bandwidth: {:.0} GB/s ({} bytes by the minimal-bytes model), {:.0}% of {:.2} TB/s",
-        gbs,
-        bytes,
-        100.0 * gbs * 1e9 / COPY_BANDWIDTH,
+        "bandwidth: {gbs:.0} GB/s ({bytes} bytes by the minimal-bytes model), {fraction:.0}% of {:.2} TB/s",
         COPY_BANDWIDTH / 1e12
     );
     println!(
-        "result: {} {} {}: {:.1} us, {:.0} GB/s, {:.0}%",
+        "result: {} {} [{choice}] {}: {:.1} us, {gbs:.0} GB/s, {fraction:.0}%",
         args.matrix,
         T::NAME,
         plan.kernel(),
-        median * 1e6,
-        gbs,
-        100.0 * gbs * 1e9 / COPY_BANDWIDTH
+        median * 1e6
     );
     Ok(())
 }
