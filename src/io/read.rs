@@ -364,7 +364,7 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
                 lay.indices + usize::from(lay.field != MmField::Pattern)
             );
         }
-        if lay.skew && r == c {
+        if lay.skew && lay.indices == 2 && r == c {
             fail!(K::SkewDiagonal, "entry ({}, {}) is on the diagonal", r as u64 + 1, c as u64 + 1);
         }
         if lay.indices >= 1 {
