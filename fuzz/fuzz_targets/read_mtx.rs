@@ -1,0 +1,68 @@
+//! Fuzzes the Matrix Market reader on arbitrary bytes: CSR (f64 and f32), COO and vectors,
+//! plain and gzip-compressed; every matrix read must write and read back identically.
+//!
+//! Run: `RUSTC_BOOTSTRAP=1 cargo fuzz run read_mtx seeds -- -max_total_time=600 -rss_limit_mb=2048 -timeout=10`
+//! (from `fuzz/`; copy `seeds/` to a scratch corpus first to keep it clean).
+#![no_main]
+
+use std::io::Write;
+
+use libfuzzer_sys::fuzz_target;
+use spgpu::io;
+use spgpu::{CsrMatrix, Scalar};
+
+/// Dimensions above this are skipped: the reader trusts the size line for memory
+/// proportional to the dimensions (row offsets, dense vectors), as documented.
+const MAX_DIM: usize = 1 << 20;
+
+fn same<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> bool {
+    a.nrows() == b.nrows()
+        && a.ncols() == b.ncols()
+        && a.row_offsets() == b.row_offsets()
+        && a.col_indices() == b.col_indices()
+        && a.values().iter().zip(b.values()).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
+}
+
+fn round_trip<T: Scalar>(a: &CsrMatrix<T>) {
+    let mut out = Vec::new();
+    io::write_csr_to_writer(&mut out, a, io::MmSymmetry::General).expect("writing to memory");
+    let b = io::read_csr_from_reader::<T>(&out[..]).expect("reading back what was written");
+    assert!(same(a, &b), "round trip changed the matrix");
+}
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(h) = io::read_header_from_reader(data) {
+        if h.nrows > MAX_DIM || h.ncols > MAX_DIM {
+            return;
+        }
+    }
+    let a = io::read_csr_from_reader::<f64>(data);
+    let b = io::read_csr_from_reader::<f32>(data);
+    if let Ok(a) = &a {
+        round_trip(a);
+    }
+    if let Ok(b) = &b {
+        round_trip(b);
+        // Every file f32 accepts, f64 accepts (f32 only adds overflow errors).
+        assert!(a.is_ok(), "f32 accepted a file that f64 rejected");
+    }
+    if let Err(e) = &a {
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'), "multi-line error: {msg}");
+    }
+    let coo = io::read_coo_from_reader::<f64>(data);
+    assert_eq!(coo.is_ok(), a.is_ok(), "COO and CSR disagree");
+    let _ = io::read_vector_from_reader::<f64>(data);
+    // The gzip path, on the same bytes compressed.
+    if data.first().is_some_and(|c| c & 1 == 1) && !data.starts_with(&[0x1f, 0x8b]) {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        let gz = enc.finish().unwrap();
+        let c = io::read_csr_from_reader::<f64>(&gz[..]);
+        match (&a, &c) {
+            (Ok(a), Ok(c)) => assert!(same(a, c)),
+            (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
+            _ => panic!("gzip and plain reads disagree"),
+        }
+    }
+});
