@@ -1,11 +1,55 @@
-//! `spgpu convert` (being written).
+//! `spgpu convert`: rewrite a matrix as sorted Matrix Market `coordinate real`.
+//!
+//! The input (any Matrix Market matrix the reader accepts, plain or gzip, or a generated
+//! `gen:NAME`) is read with symmetry expanded and duplicates summed, then written row by
+//! row with sorted columns: `general` by default, or the lower triangle as `symmetric` with
+//! `--symmetric` (refused, naming an entry, when the matrix is not symmetric). An output
+//! name ending in `.gz` is compressed.
+
+use std::path::PathBuf;
+
+use spgpu::io::{self, MmSymmetry};
+use spgpu::Scalar;
+
 use crate::CliResult;
 
 /// Arguments of `spgpu convert`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The matrix to read: a Matrix Market file or `gen:NAME`.
+    pub input: String,
+    /// The Matrix Market file to write (`.gz` for gzip).
+    pub output: PathBuf,
+    /// Store the lower triangle as `symmetric` (the matrix must be symmetric).
+    #[arg(long)]
+    pub symmetric: bool,
+    /// Precision of the values: f64, or f32 (values rounded to f32 and written in their
+    /// shortest f32 form).
+    #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+    pub precision: String,
+}
+
+fn convert<T: Scalar>(args: &Args) -> CliResult {
+    let a = io::load_matrix::<T>(&args.input)?;
+    let symmetry = if args.symmetric { MmSymmetry::Symmetric } else { MmSymmetry::General };
+    io::write_csr(&args.output, &a, symmetry)?;
+    println!(
+        "wrote {}: {} x {}, {} entries, coordinate real {} ({})",
+        args.output.display(),
+        a.nrows(),
+        a.ncols(),
+        a.nnz(),
+        symmetry.keyword(),
+        T::NAME
+    );
+    Ok(())
+}
 
 /// Runs `spgpu convert`.
-pub fn run(_args: Args) -> CliResult {
-    Err("spgpu convert is not available in this build yet".into())
+pub fn run(args: Args) -> CliResult {
+    if args.precision == "f32" {
+        convert::<f32>(&args)
+    } else {
+        convert::<f64>(&args)
+    }
 }

@@ -1,11 +1,98 @@
-//! `spgpu info` (being written).
+//! `spgpu info`: what a matrix is, before it is computed with.
+//!
+//! Prints the Matrix Market banner, the dimensions, the stored and expanded entry counts,
+//! the row-length statistics and histogram, the structural and numerical symmetry, and the
+//! SpMV plan the GPU code would choose ([`SpmvPlan::from_stats`] with a warp of 32; no GPU
+//! is needed).
+
+use spgpu::gpu::SpmvPlan;
+use spgpu::{io, CsrMatrix};
+
 use crate::CliResult;
 
 /// Arguments of `spgpu info`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
+    /// (lap2d:N, lap3d:N, stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
+    pub matrix: String,
+}
+
+/// How symmetric a matrix is.
+struct Symmetry {
+    /// Off-diagonal entries whose mirror position is also stored.
+    mirrored: usize,
+    /// Off-diagonal entries.
+    off_diagonal: usize,
+    /// Whether every mirror is stored with an equal value.
+    numerically: bool,
+}
+
+fn symmetry(a: &CsrMatrix<f64>) -> Option<Symmetry> {
+    if a.nrows() != a.ncols() {
+        return None;
+    }
+    let mut s = Symmetry { mirrored: 0, off_diagonal: 0, numerically: true };
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            if j as usize == i {
+                continue;
+            }
+            s.off_diagonal += 1;
+            let (mc, mv) = a.row(j as usize);
+            match mc.binary_search(&(i as u32)) {
+                Ok(k) => {
+                    s.mirrored += 1;
+                    s.numerically &= mv[k] == v;
+                }
+                Err(_) => s.numerically = false,
+            }
+        }
+    }
+    Some(s)
+}
 
 /// Runs `spgpu info`.
-pub fn run(_args: Args) -> CliResult {
-    Err("spgpu info is not available in this build yet".into())
+pub fn run(args: Args) -> CliResult {
+    let a: CsrMatrix<f64> = if args.matrix.starts_with("gen:") {
+        let a = spgpu::gen::from_spec(&args.matrix)?;
+        println!("matrix:          {} (generated)", args.matrix);
+        println!("stored entries:  {}", a.nnz());
+        a
+    } else {
+        let (h, a) = io::read_csr_with_header::<f64>(&args.matrix)?;
+        println!("file:            {}", args.matrix);
+        println!(
+            "banner:          %%MatrixMarket {} {} {} {}",
+            h.object.keyword(),
+            h.format.keyword(),
+            h.field.keyword(),
+            h.symmetry.keyword()
+        );
+        println!("stored entries:  {} (in the file)", h.entries);
+        a
+    };
+    println!("dimensions:      {} x {}", a.nrows(), a.ncols());
+    let cells = a.nrows() as f64 * a.ncols() as f64;
+    let density = if cells > 0.0 { a.nnz() as f64 / cells } else { 0.0 };
+    println!("nnz:             {} (symmetry expanded, duplicates summed; density {density:.3e})", a.nnz());
+    let stats = a.row_stats();
+    print!("{stats}");
+    match symmetry(&a) {
+        None => println!("symmetry:        none (not square)"),
+        Some(s) => {
+            let pct = if s.off_diagonal == 0 { 100.0 } else { 100.0 * s.mirrored as f64 / s.off_diagonal as f64 };
+            let structural = if s.mirrored == s.off_diagonal { "yes" } else { "no" };
+            println!(
+                "symmetry:        structurally symmetric: {structural} ({pct:.1}% of {} off-diagonal entries mirrored); \
+                 numerically symmetric: {}",
+                s.off_diagonal,
+                if s.numerically { "yes" } else { "no" }
+            );
+        }
+    }
+    // The plan the GPU code would choose (warp of 32); its text starts "SpMV plan:".
+    println!("{}", SpmvPlan::from_stats(&stats, 32).explain().trim_end());
+    Ok(())
 }
