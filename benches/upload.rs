@@ -1,0 +1,71 @@
+//! Host-to-device upload: `upload/<what>/<scalar>/<matrix>`.
+//!
+//! Times `DeviceCsr::upload` (allocation, the three copies from pageable host memory and the
+//! row statistics the plan needs) and `DeviceVector::from_slice` of a vector as long as the
+//! matrix has rows, on the host clock after the context's stream is synchronized. Throughput
+//! is the bytes copied: `nnz * (4 + s) + (nrows + 1) * 4` for the matrix, `nrows * s` for
+//! the vector. Without a GPU the benchmark prints why and measures nothing (it fails instead
+//! when `SPGPU_REQUIRE_GPU=1`).
+
+use criterion::{Criterion, Throughput};
+use spgpu::gpu::{Context, DeviceCsr, DeviceVector};
+use spgpu::{gen, CsrMatrix, Scalar};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, name: &str, a64: &CsrMatrix<f64>) {
+    let a: CsrMatrix<T> = a64.cast();
+    let mut group = c.benchmark_group("upload");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    let matrix_bytes = (a.nnz() * (4 + T::BYTES) + (a.nrows() + 1) * 4) as u64;
+    group.throughput(Throughput::Bytes(matrix_bytes));
+    group.bench_function(format!("csr/{}/{name}", T::NAME), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                let d = DeviceCsr::upload(ctx, &a).expect("uploading the matrix");
+                ctx.synchronize().expect("synchronizing");
+                total += t.elapsed();
+                drop(black_box(d));
+            }
+            total
+        })
+    });
+    let v: Vec<T> = (0..a.nrows()).map(|i| T::from_f64(i as f64)).collect();
+    group.throughput(Throughput::Bytes((v.len() * T::BYTES) as u64));
+    group.bench_function(format!("vector/{}/{name}", T::NAME), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                let d = DeviceVector::from_slice(ctx, &v).expect("uploading the vector");
+                ctx.synchronize().expect("synchronizing");
+                total += t.elapsed();
+                drop(black_box(d));
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+fn main() {
+    let ctx = match Context::global() {
+        Ok(ctx) => ctx,
+        Err(e) if std::env::var("SPGPU_REQUIRE_GPU").as_deref() == Ok("1") => {
+            eprintln!("upload bench: SPGPU_REQUIRE_GPU=1 but no GPU: {e}");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            println!("upload bench: skipped, no GPU ({e})");
+            return;
+        }
+    };
+    // 4M rows, 20M entries: 240 MB of f64 CSR, the anchors' lap2d_2000^2
+    let a = gen::from_spec::<f64>("lap2d:2000").expect("generating lap2d:2000");
+    let mut c = Criterion::default().configure_from_args();
+    bench_precision::<f64>(&mut c, ctx, "lap2d_2000", &a);
+    bench_precision::<f32>(&mut c, ctx, "lap2d_2000", &a);
+    c.final_summary();
+}
