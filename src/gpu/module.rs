@@ -45,4 +45,6 @@ macro_rules! modules {
 modules! {
     /// SpMV kernels (`ptx/spmv.cu`): CSR scalar and vector, ELL, and the vector fill.
     Spmv => "spmv",
+    /// Conjugate-gradient vector kernels (`ptx/cg.cu`): fused updates and deterministic reductions.
+    Cg => "cg",
 }

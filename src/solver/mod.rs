@@ -1,1 +1,43 @@
-//! (being written)
+//! Conjugate gradient for symmetric positive definite systems, on the GPU or the CPU.
+//!
+//! [`cg`] solves `A x = b` for any [`LinearOperator`] on any [`Backend`]: the host
+//! ([`Host`], with a [`CsrMatrix`](crate::CsrMatrix) and `Vec<T>`) or the device (device
+//! matrices and vectors, see [`crate::gpu`]). One algorithm serves both, so they share their
+//! tests.
+//!
+//! On the device an iteration is four kernel launches and no host round trip: the SpMV
+//! `q = A p`; `p'q` reduced to `alpha = rho / p'Ap` on the device; one fused pass for
+//! `x += alpha p`, `r -= alpha q`, the Jacobi scaling `z = r / diag(A)`, `r'r` and `r'z`,
+//! reduced to `beta`; and `p = z + beta p`. The scalars stay in device memory; the residual
+//! norm and a status word come back every [`CgParams::check_interval`] iterations.
+//! Reductions are deterministic (fixed grid, fixed order, no floating-point atomics), so a
+//! run repeats bit for bit.
+//!
+//! # Example
+//!
+//! ```
+//! use spgpu::{gen, solver::{cg, CgParams, Host, PreconditionerKind, StopReason}};
+//! let a = gen::laplacian_2d::<f64>(16);
+//! let b = vec![1.0; a.nrows()];
+//! let mut x = vec![0.0; a.nrows()];
+//! let params = CgParams { preconditioner: PreconditionerKind::Jacobi, ..CgParams::default() };
+//! let report = cg(&Host, &a, &b, &mut x, &params)?;
+//! assert_eq!(report.stop_reason, StopReason::Converged);
+//! assert!(report.relative_residual <= 1e-8);
+//! # Ok::<(), spgpu::solver::CgError>(())
+//! ```
+
+mod backend;
+#[allow(clippy::module_inception)]
+mod cg;
+mod device;
+mod host;
+mod operator;
+mod precond;
+
+pub use backend::{Backend, Checkpoint, PrecondForm, Status};
+pub use cg::{cg, cg_with, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
+pub use device::{Device, DeviceState};
+pub use host::{Host, HostState};
+pub use operator::{DeviceMatrix, LinearOperator};
+pub use precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};

@@ -4,6 +4,7 @@
 //! converts sizes with `u32::try_from`, and launches on the context's stream without
 //! synchronizing. The kernels' sources are in `ptx/`.
 
+pub(crate) mod blas;
 pub(crate) mod spmv;
 
 use super::{ModuleId, SpmvKernel};
@@ -76,6 +77,7 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             names.push((kernel.module(), kernel_name(kernel, scalar)));
         }
     }
+    names.extend(blas::all_kernel_names());
     names
 }
 
@@ -99,7 +101,7 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        assert_eq!(names.len(), 2 * (3 + 5));
+        assert_eq!(names.len(), 2 * (3 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

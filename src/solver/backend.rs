@@ -1,0 +1,252 @@
+//! The vector space CG iterates in: host `Vec<T>` or device vectors, with the iteration's
+//! scalars kept where the vectors live.
+
+use super::operator::DeviceMatrix;
+use crate::{Result, Scalar};
+
+/// What a CG iteration's state says about the solve, as a checkpoint reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Status {
+    /// Still iterating.
+    Running,
+    /// The recurrence residual met the tolerance.
+    Converged,
+    /// `p'Ap <= 0`: the operator (or the preconditioner) is not positive definite.
+    Breakdown,
+    /// A NaN or an infinity appeared in `p'Ap`, `r'r` or `r'z`.
+    NonFinite,
+}
+
+impl Status {
+    /// The status code the device kernels write (`ptx/cg.cu`): 0 running, 1 converged, 2
+    /// breakdown, 3 non-finite.
+    pub fn from_code(code: u32) -> Status {
+        match code {
+            0 => Status::Running,
+            1 => Status::Converged,
+            2 => Status::Breakdown,
+            _ => Status::NonFinite,
+        }
+    }
+}
+
+/// A snapshot of the iteration's scalars, copied to the host at a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Checkpoint {
+    /// Where the iteration stands.
+    pub status: Status,
+    /// Iterations completed so far.
+    pub iterations: usize,
+    /// `||r||^2` of the recurrence residual after the last completed iteration.
+    pub rr: f64,
+    /// The last `p'Ap` computed (useful in a breakdown message).
+    pub pap: f64,
+}
+
+/// How the preconditioner enters the fused kernels.
+#[derive(Debug)]
+pub enum PrecondForm<'a, V> {
+    /// No preconditioner: `z = r`.
+    Identity,
+    /// A diagonal preconditioner given by its inverse diagonal: `z = dinv .* r`, computed on
+    /// the fly inside the fused update (`z` is never stored).
+    Diagonal(&'a V),
+    /// Any other preconditioner: `z = M^-1 r` is computed by the preconditioner into a
+    /// vector of its own, and `rho = r'z` by a separate reduction.
+    General,
+}
+
+impl<V> Clone for PrecondForm<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for PrecondForm<'_, V> {}
+
+/// The vector operations of one CG iteration, each fused as far as the algorithm allows,
+/// with the scalars (`rho`, `p'Ap`, `alpha`, `beta`, `||r||^2`, a status word and the
+/// iteration count) kept in [`Backend::State`] where the vectors live.
+///
+/// On the device the step functions only enqueue kernels: no step copies anything to the
+/// host, so a whole iteration makes no round trip. Only [`Backend::checkpoint`],
+/// [`Backend::dot`] and [`Backend::download`] synchronize. Once the status is no longer
+/// [`Status::Running`], every step returns without changing anything (the device kernels
+/// check the status word first), so the solver may enqueue several iterations between two
+/// checkpoints and still stop at the exact iteration where the tolerance was met.
+///
+/// Reductions are deterministic: a run repeats bit for bit on the same backend.
+///
+/// The iteration, with `z = M^-1 r`:
+///
+/// ```text
+/// start:      p = z, rho = r'z, rr = r'r; converged if rr <= tol2
+/// alpha_step: pAp = p'q (q = A p); alpha = rho / pAp; breakdown if pAp <= 0
+/// update:     x += alpha p; r -= alpha q; rr = r'r; rho' = r'z; beta = rho'/rho; rho = rho'
+/// direction:  p = z + beta p
+/// ```
+pub trait Backend<T: Scalar> {
+    /// A vector of `T` where this backend computes.
+    type Vector;
+    /// The iteration's scalars, status word, reduction buffers and residual history.
+    type State;
+
+    /// Length of a vector.
+    fn len(&self, v: &Self::Vector) -> usize;
+
+    /// A vector of `n` zeros.
+    ///
+    /// # Errors
+    ///
+    /// Allocation failures (CUDA errors on the device).
+    fn zeros(&self, n: usize) -> Result<Self::Vector>;
+
+    /// A vector holding a copy of `data`.
+    ///
+    /// # Errors
+    ///
+    /// Allocation or copy failures.
+    fn upload(&self, data: &[T]) -> Result<Self::Vector>;
+
+    /// Copies a vector to the host (synchronizes).
+    ///
+    /// # Errors
+    ///
+    /// Copy failures.
+    fn download(&self, v: &Self::Vector) -> Result<Vec<T>>;
+
+    /// `dst = src`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when lengths differ.
+    fn copy(&self, src: &Self::Vector, dst: &mut Self::Vector) -> Result<()>;
+
+    /// `out = a .* b`, element by element.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when lengths differ.
+    fn hadamard(&self, a: &Self::Vector, b: &Self::Vector, out: &mut Self::Vector) -> Result<()>;
+
+    /// `a'b`, accumulated in `f64` in a fixed order, returned to the host (synchronizes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when lengths differ.
+    fn dot(&self, a: &Self::Vector, b: &Self::Vector) -> Result<f64>;
+
+    /// Fresh state for vectors of length `n`, keeping up to `history` residual norms.
+    ///
+    /// # Errors
+    ///
+    /// Allocation failures.
+    fn new_state(&self, n: usize, history: usize) -> Result<Self::State>;
+
+    /// Starts an iteration from the residual `r = b - A x0`: `p = z`, `rho = r'z`,
+    /// `rr = r'r`, status converged if `rr <= tol2`, iteration count 0. With
+    /// [`PrecondForm::General`], `z` holds `M^-1 r`; otherwise it is not read.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn start(
+        &self,
+        state: &mut Self::State,
+        tol2: f64,
+        r: &Self::Vector,
+        z: &Self::Vector,
+        precond: PrecondForm<'_, Self::Vector>,
+        p: &mut Self::Vector,
+    ) -> Result<()>;
+
+    /// `pAp = p'q`, `alpha = rho / pAp`; sets the status to breakdown when `pAp <= 0` and to
+    /// non-finite when `pAp` is NaN or infinite.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn alpha_step(&self, state: &mut Self::State, p: &Self::Vector, q: &Self::Vector) -> Result<()>;
+
+    /// `q = A p` and [`Backend::alpha_step`] in one pass, when the backend has a fused
+    /// kernel for `matrix`; returns `false` (having done nothing) otherwise, and the solver
+    /// then applies the operator and calls `alpha_step`. The default returns `false`.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn fused_spmv_alpha(
+        &self,
+        state: &mut Self::State,
+        matrix: Option<DeviceMatrix<'_, T>>,
+        p: &Self::Vector,
+        q: &mut Self::Vector,
+    ) -> Result<bool> {
+        let _ = (state, matrix, p, q);
+        Ok(false)
+    }
+
+    /// `x += alpha p`, `r -= alpha q`, `rr = r'r` and, unless the preconditioner is
+    /// [`PrecondForm::General`], `rho' = r'z`, `beta = rho'/rho`, `rho = rho'`; counts the
+    /// iteration, records `rr` in the history, and sets the status to converged when
+    /// `rr <= tol2`.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &self,
+        state: &mut Self::State,
+        x: &mut Self::Vector,
+        r: &mut Self::Vector,
+        p: &Self::Vector,
+        q: &Self::Vector,
+        precond: PrecondForm<'_, Self::Vector>,
+    ) -> Result<()>;
+
+    /// For [`PrecondForm::General`] only, after `z = M^-1 r`: `rho' = r'z`,
+    /// `beta = rho'/rho`, `rho = rho'`.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn rho_step(&self, state: &mut Self::State, r: &Self::Vector, z: &Self::Vector) -> Result<()>;
+
+    /// `p = z + beta p`, where `z` is `dinv .* r` ([`PrecondForm::Diagonal`]), `r`
+    /// ([`PrecondForm::Identity`]) or the vector `z` ([`PrecondForm::General`]).
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn direction(
+        &self,
+        state: &mut Self::State,
+        p: &mut Self::Vector,
+        r: &Self::Vector,
+        z: &Self::Vector,
+        precond: PrecondForm<'_, Self::Vector>,
+    ) -> Result<()>;
+
+    /// Copies the status, iteration count and scalars to the host (synchronizes).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn checkpoint(&self, state: &Self::State) -> Result<Checkpoint>;
+
+    /// The recorded `||r||^2` values, iteration 0 first (synchronizes).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn history(&self, state: &Self::State, count: usize) -> Result<Vec<f64>>;
+
+    /// Waits until all enqueued work is done (a no-op on the host).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn synchronize(&self) -> Result<()>;
+}

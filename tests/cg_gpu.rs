@@ -1,0 +1,345 @@
+//! Conjugate gradient on the GPU: convergence on the SPD matrices of the shared collection
+//! and on generated Poisson problems (CSR fused, ELL fused, CSR vector unfused), with the
+//! residual checked independently on the host in f64; Jacobi on bcsstk13; breakdown on an
+//! indefinite matrix; bit-identical repeated runs; agreement with the CPU backend; errors.
+//!
+//! Each test skips with a printed line when there is no GPU, and fails instead when
+//! `SPGPU_REQUIRE_GPU=1`.
+
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
+use spgpu::solver::{
+    cg, cg_with, Backend, CgError, CgParams, CgReport, Device, Host, Jacobi, PrecondForm, Preconditioner,
+    PreconditionerKind, StopReason,
+};
+use spgpu::{gen, reference, CsrMatrix, Scalar};
+use std::path::PathBuf;
+
+/// The context, or `None` (with a printed line) when there is no GPU and none is required.
+fn gpu(test: &str) -> Option<&'static Context> {
+    match Context::global() {
+        Ok(ctx) => Some(ctx),
+        Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
+            println!("{test}: skipped, no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),
+    }
+}
+
+/// The shared matrix folder: `SPGPU_MATRICES`, else `../shared/matrices` beside the crate.
+fn matrices_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("SPGPU_MATRICES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// Reads a shared matrix, or prints why the test is skipped.
+fn shared<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
+    let Some(dir) = matrices_dir() else {
+        println!("skipped: no shared matrix folder (set SPGPU_MATRICES)");
+        return None;
+    };
+    let path = dir.join(format!("{name}.mtx"));
+    if !path.exists() {
+        println!("skipped: {} not found", path.display());
+        return None;
+    }
+    Some(spgpu::io::read_csr::<T>(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
+}
+
+/// `||b - A x|| / ||b||` in f64 with the reference SpMV.
+fn true_relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> f64 {
+    let a64 = a.cast::<f64>();
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let mut r: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+    reference::spmv_csr(-1.0, &a64, &x64, 1.0, &mut r).unwrap();
+    let rn = r.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let bn = b.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
+    rn / bn
+}
+
+/// b = A * 1, so the exact solution is all ones.
+fn rhs_of_ones<T: Scalar>(a: &CsrMatrix<T>) -> Vec<T> {
+    let mut b = vec![T::ZERO; a.nrows()];
+    reference::spmv_csr(T::ONE, a, &vec![T::ONE; a.ncols()], T::ZERO, &mut b).unwrap();
+    b
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Format {
+    Csr,
+    Ell,
+}
+
+/// Solves on the GPU from x0 = 0; returns the result and the downloaded solution.
+fn gpu_solve<T: Scalar>(
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    b: &[T],
+    params: &CgParams,
+    format: Format,
+) -> (Result<CgReport, CgError>, Vec<T>) {
+    let device = Device::new(ctx).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, b).unwrap();
+    let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+    let res = match format {
+        Format::Csr => cg(&device, &DeviceCsr::upload(ctx, a).unwrap(), &d_b, &mut d_x, params),
+        Format::Ell => cg(&device, &DeviceEll::from_csr(ctx, a).unwrap(), &d_b, &mut d_x, params),
+    };
+    (res, d_x.to_vec().unwrap())
+}
+
+fn check_converges(
+    ctx: &'static Context,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    precond: PreconditionerKind,
+    rtol: f64,
+    format: Format,
+) -> usize {
+    let b = rhs_of_ones(a);
+    let params = CgParams { rtol, preconditioner: precond, ..CgParams::default() };
+    let (res, x) = gpu_solve(ctx, a, &b, &params, format);
+    let report = res.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(report.stop_reason, StopReason::Converged, "{name}");
+    let rel = true_relative_residual(a, &x, &b);
+    assert!(rel <= rtol, "{name}: true relative residual {rel:e} > {rtol:e}");
+    assert!(
+        (report.relative_residual - rel).abs() <= 1e-3 * rtol + 1e-14,
+        "{name}: report {} vs {rel}",
+        report.relative_residual
+    );
+    println!(
+        "{name} ({precond:?}, {format:?}): {} iterations, relative residual {rel:.3e}, {:.1} us per iteration",
+        report.iterations,
+        report.time_per_iteration().as_secs_f64() * 1e6
+    );
+    report.iterations
+}
+
+#[test]
+fn converges_on_shared_spd_matrices() {
+    let Some(ctx) = gpu("converges_on_shared_spd_matrices") else { return };
+    for (name, precond) in [
+        ("494_bus", PreconditionerKind::None),
+        ("1138_bus", PreconditionerKind::None),
+        ("bcsstk08", PreconditionerKind::Jacobi),
+        ("bcsstk09", PreconditionerKind::None),
+        ("bcsstk10", PreconditionerKind::Jacobi),
+        ("bcsstk16", PreconditionerKind::None),
+        ("bcsstm25", PreconditionerKind::None),
+        ("LFAT5", PreconditionerKind::Jacobi),
+    ] {
+        let Some(a) = shared::<f64>(name) else { return };
+        let gpu_iters = check_converges(ctx, name, &a, precond, 1e-8, Format::Csr);
+        // The CPU backend solves the same problem in about as many iterations.
+        let b = rhs_of_ones(&a);
+        let mut x = vec![0.0; a.nrows()];
+        let params = CgParams { preconditioner: precond, ..CgParams::default() };
+        let cpu_iters = cg(&Host, &a, &b, &mut x, &params).unwrap().iterations;
+        let slack = cpu_iters / 10 + 5;
+        assert!(gpu_iters.abs_diff(cpu_iters) <= slack, "{name}: GPU {gpu_iters} vs CPU {cpu_iters} iterations");
+    }
+}
+
+#[test]
+fn converges_on_poisson_problems() {
+    let Some(ctx) = gpu("converges_on_poisson_problems") else { return };
+    let lap = gen::laplacian_2d::<f64>(40);
+    let csr = check_converges(ctx, "lap2d:40", &lap, PreconditionerKind::None, 1e-10, Format::Csr);
+    let ell = check_converges(ctx, "lap2d:40", &lap, PreconditionerKind::None, 1e-10, Format::Ell);
+    assert!(csr.abs_diff(85) <= 2 && ell.abs_diff(85) <= 2, "CPU: 85 iterations; GPU CSR {csr}, ELL {ell}");
+    check_converges(ctx, "lap3d:12", &gen::laplacian_3d_7pt(12), PreconditionerKind::Jacobi, 1e-10, Format::Ell);
+    // 27 per row: the vector CSR kernel, not fused with the reduction.
+    check_converges(ctx, "stencil27:10", &gen::laplacian_3d_27pt(10), PreconditionerKind::Jacobi, 1e-10, Format::Csr);
+    // A grid that is not a multiple of the block size, many blocks per reduction.
+    check_converges(ctx, "lap2d:517", &gen::laplacian_2d(517), PreconditionerKind::Jacobi, 1e-8, Format::Csr);
+}
+
+#[test]
+fn single_precision_converges_to_a_single_precision_tolerance() {
+    let Some(ctx) = gpu("single_precision") else { return };
+    let a = gen::laplacian_2d::<f32>(30);
+    let b = rhs_of_ones(&a);
+    for format in [Format::Csr, Format::Ell] {
+        let params = CgParams { rtol: 1e-5, ..CgParams::default() };
+        let (res, x) = gpu_solve(ctx, &a, &b, &params, format);
+        res.unwrap();
+        assert!(true_relative_residual(&a, &x, &b) <= 1e-5, "{format:?}");
+    }
+}
+
+/// bcsstk13 needs Jacobi: the counts are those of the CPU backend (1360 and 63218), within
+/// the ranges `tests/cg.rs` asserts.
+#[test]
+fn jacobi_brings_bcsstk13_to_1e_8() {
+    let Some(ctx) = gpu("jacobi_brings_bcsstk13_to_1e_8") else { return };
+    let Some(a) = shared::<f64>("bcsstk13") else { return };
+    let with = check_converges(ctx, "bcsstk13", &a, PreconditionerKind::Jacobi, 1e-8, Format::Csr);
+    let b = rhs_of_ones(&a);
+    let params = CgParams { max_iter: Some(200_000), check_interval: 64, ..CgParams::default() };
+    let (res, x) = gpu_solve(ctx, &a, &b, &params, Format::Csr);
+    let without = res.unwrap_or_else(|e| panic!("bcsstk13 without a preconditioner: {e}")).iterations;
+    assert!(true_relative_residual(&a, &x, &b) <= 1e-8);
+    println!("bcsstk13 on the GPU: {with} iterations with Jacobi, {without} without");
+    assert!((1300..=1420).contains(&with), "with Jacobi: {with}");
+    assert!((50_000..=80_000).contains(&without), "without: {without}");
+}
+
+#[test]
+fn indefinite_hang_glider_never_reports_converged() {
+    let Some(ctx) = gpu("indefinite_hang_glider") else { return };
+    let Some(a) = shared::<f64>("hangGlider_2") else { return };
+    let b = rhs_of_ones(&a);
+    for precond in [PreconditionerKind::None, PreconditionerKind::Jacobi] {
+        let params = CgParams { preconditioner: precond, ..CgParams::default() };
+        match gpu_solve(ctx, &a, &b, &params, Format::Csr).0 {
+            Err(CgError::Breakdown { pap, .. }) => assert!(pap <= 0.0),
+            Err(CgError::NoConvergence { report }) => assert_ne!(report.stop_reason, StopReason::Converged),
+            Err(CgError::InvalidDiagonal { .. }) if precond == PreconditionerKind::Jacobi => {}
+            other => panic!("hangGlider_2 ({precond:?}): expected a breakdown or no convergence, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn two_runs_are_bit_identical_and_match_the_cpu() {
+    let Some(ctx) = gpu("two_runs_are_bit_identical") else { return };
+    let a = gen::laplacian_2d::<f64>(300);
+    let b: Vec<f64> = (0..a.nrows()).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
+    let params = CgParams { max_iter: Some(60), rtol: 0.0, history: true, ..CgParams::default() };
+    for format in [Format::Csr, Format::Ell] {
+        let (r1, x1) = gpu_solve(ctx, &a, &b, &params, format);
+        let (r2, x2) = gpu_solve(ctx, &a, &b, &params, format);
+        let (r1, r2) = (r1.unwrap_err(), r2.unwrap_err());
+        let h1 = r1.report().unwrap().history.clone().unwrap();
+        let h2 = r2.report().unwrap().history.clone().unwrap();
+        assert_eq!(h1.len(), 61);
+        assert!(x1.iter().zip(&x2).all(|(a, b)| a.to_bits() == b.to_bits()), "{format:?}: iterates differ");
+        assert!(h1.iter().zip(&h2).all(|(a, b)| a.to_bits() == b.to_bits()), "{format:?}: histories differ");
+        // Same algorithm on the CPU: the same iterates to rounding.
+        let mut xc = vec![0.0; a.nrows()];
+        let rc = cg(&Host, &a, &b, &mut xc, &params).unwrap_err();
+        let hc = rc.report().unwrap().history.clone().unwrap();
+        let err = reference::relative_error(&x1, &xc);
+        assert!(err <= 1e-9, "{format:?}: GPU and CPU iterates differ by {err:e}");
+        for (k, (g, c)) in h1.iter().zip(&hc).enumerate() {
+            assert!((g - c).abs() <= 1e-8 * c.abs(), "{format:?}: residual {k}: GPU {g} vs CPU {c}");
+        }
+    }
+}
+
+#[test]
+fn iteration_count_does_not_depend_on_the_check_interval() {
+    let Some(ctx) = gpu("check_interval") else { return };
+    let a = gen::laplacian_2d::<f64>(30);
+    let b = rhs_of_ones(&a);
+    let counts: Vec<usize> = [1, 7, 16, 1000]
+        .iter()
+        .map(|&k| {
+            let params = CgParams { check_interval: k, history: true, ..CgParams::default() };
+            let report = gpu_solve(ctx, &a, &b, &params, Format::Csr).0.unwrap();
+            assert_eq!(report.history.as_ref().unwrap().len(), report.iterations + 1);
+            report.iterations
+        })
+        .collect();
+    assert!(counts.iter().all(|&c| c == counts[0]), "{counts:?}");
+}
+
+#[test]
+fn warm_start_from_the_solution_takes_no_iteration() {
+    let Some(ctx) = gpu("warm_start") else { return };
+    let a = gen::laplacian_2d::<f64>(10);
+    let b = rhs_of_ones(&a);
+    let device = Device::new(ctx).unwrap();
+    let d_a = DeviceCsr::upload(ctx, &a).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+    let mut d_x = DeviceVector::from_slice(ctx, &vec![1.0; a.nrows()]).unwrap();
+    let report = cg(&device, &d_a, &d_b, &mut d_x, &CgParams::default()).unwrap();
+    assert_eq!(report.iterations, 0);
+    assert!(d_x.to_vec().unwrap().iter().all(|&v| v == 1.0));
+}
+
+/// Jacobi through the general (unfused) path: the hadamard and rho kernels.
+struct GeneralJacobi(Jacobi<DeviceVector<f64>>);
+impl Preconditioner<f64, Device> for GeneralJacobi {
+    fn name(&self) -> &'static str {
+        "general-jacobi"
+    }
+    fn apply(&self, backend: &Device, r: &DeviceVector<f64>, z: &mut DeviceVector<f64>) -> spgpu::Result<()> {
+        backend.hadamard(self.0.inverse_diagonal(), r, z)
+    }
+    fn form(&self) -> PrecondForm<'_, DeviceVector<f64>> {
+        PrecondForm::General
+    }
+}
+
+#[test]
+fn general_preconditioner_path_matches_the_fused_one() {
+    let Some(ctx) = gpu("general_preconditioner") else { return };
+    let a = gen::laplacian_3d_27pt::<f64>(8);
+    let b = rhs_of_ones(&a);
+    let params = CgParams { preconditioner: PreconditionerKind::Jacobi, ..CgParams::default() };
+    let fused = gpu_solve(ctx, &a, &b, &params, Format::Csr).0.unwrap();
+    let device = Device::new(ctx).unwrap();
+    let g = GeneralJacobi(Jacobi::from_diagonal(&device, &a.diagonal()).unwrap());
+    let d_a = DeviceCsr::upload(ctx, &a).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+    let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+    let general = cg_with(&device, &d_a, &g, &d_b, &mut d_x, &CgParams::default(), &mut |_| {}).unwrap();
+    assert!(general.iterations.abs_diff(fused.iterations) <= 1, "{} vs {}", general.iterations, fused.iterations);
+    assert!(true_relative_residual(&a, &d_x.to_vec().unwrap(), &b) <= 1e-8);
+}
+
+#[test]
+fn errors_on_the_gpu() {
+    let Some(ctx) = gpu("errors_on_the_gpu") else { return };
+    // Negative definite: p'Ap < 0 at the first iteration.
+    let mut neg = gen::laplacian_2d::<f64>(4);
+    neg.values_mut().iter_mut().for_each(|v| *v = -*v);
+    match gpu_solve(ctx, &neg, &[1.0; 16], &CgParams::default(), Format::Csr).0 {
+        Err(CgError::Breakdown { iteration: 0, pap, .. }) => assert!(pap < 0.0),
+        other => panic!("expected a breakdown, got {other:?}"),
+    }
+    // NaN in the matrix.
+    let mut nan = gen::laplacian_2d::<f64>(3);
+    nan.values_mut()[7] = f64::NAN;
+    let err = gpu_solve(ctx, &nan, &[1.0; 9], &CgParams::default(), Format::Ell).0.unwrap_err();
+    assert!(matches!(err, CgError::NonFinite { .. }), "{err:?}");
+    // NaN in b.
+    let lap = gen::laplacian_2d::<f64>(3);
+    let mut b = vec![1.0; 9];
+    b[0] = f64::NAN;
+    let err = gpu_solve(ctx, &lap, &b, &CgParams::default(), Format::Csr).0.unwrap_err();
+    assert!(matches!(err, CgError::NonFiniteInput), "{err:?}");
+    // Iteration limit.
+    let big = gen::laplacian_2d::<f64>(30);
+    let err =
+        gpu_solve(ctx, &big, &rhs_of_ones(&big), &CgParams { max_iter: Some(5), ..CgParams::default() }, Format::Csr)
+            .0
+            .unwrap_err();
+    match err {
+        CgError::NoConvergence { report } => assert_eq!(report.iterations, 5),
+        other => panic!("expected no convergence, got {other:?}"),
+    }
+    // Jacobi on a zero diagonal (read back from the device matrix).
+    let mut zero = gen::laplacian_2d::<f64>(3);
+    let k = zero.row_offsets()[5] as usize + zero.row(5).0.iter().position(|&c| c == 5).unwrap();
+    zero.values_mut()[k] = 0.0;
+    let params = CgParams { preconditioner: PreconditionerKind::Jacobi, ..CgParams::default() };
+    let err = gpu_solve(ctx, &zero, &[1.0; 9], &params, Format::Csr).0.unwrap_err();
+    assert!(matches!(err, CgError::InvalidDiagonal { row: 5, .. }), "{err:?}");
+    // Wrong length of b.
+    let device = Device::new(ctx).unwrap();
+    let d_a = DeviceCsr::upload(ctx, &lap).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &[1.0; 8]).unwrap();
+    let mut d_x = DeviceVector::zeros(ctx, 9).unwrap();
+    let err = cg(&device, &d_a, &d_b, &mut d_x, &CgParams::default()).unwrap_err();
+    assert!(matches!(err, CgError::DimensionMismatch { what: "b", expected: 9, found: 8 }), "{err:?}");
+    // An empty system is solved at once.
+    let empty = CsrMatrix::<f64>::zeros(0, 0).unwrap();
+    let report = gpu_solve(ctx, &empty, &[], &CgParams::default(), Format::Csr).0.unwrap();
+    assert_eq!(report.iterations, 0);
+}
