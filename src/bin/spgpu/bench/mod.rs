@@ -223,7 +223,14 @@ fn random_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
     (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
 }
 
+/// Where the measurements and notes of one matrix go.
+struct Sink<'n> {
+    out: Vec<Measurement>,
+    notes: &'n mut Vec<String>,
+}
+
 /// Checks and times one implementation on the GPU; pushes one measurement per timing method.
+/// A graph capture that the implementation does not support is a note, not an error.
 #[allow(clippy::too_many_arguments)]
 fn gpu_case<T: Scalar>(
     env: &Env,
@@ -235,7 +242,7 @@ fn gpu_case<T: Scalar>(
     y: &mut DeviceVector<T>,
     seed: u64,
     launch: Launch<'_, T>,
-    out: &mut Vec<Measurement>,
+    sink: &mut Sink<'_>,
 ) -> BenchResult<()> {
     // correct first: fresh x, poisoned y, compare with the reference in f64
     let xh = random_vector::<T>(a.ncols(), seed);
@@ -250,11 +257,26 @@ fn gpu_case<T: Scalar>(
     let stream = env.ctx.stream();
     let mut timings = vec![timing::time_events(stream, env.reps, || launch(x, y))?];
     if a.nnz() < env.graph_below {
-        timings.push(timing::time_graph(stream, env.reps, || launch(x, y))?);
+        match timing::time_graph(stream, env.reps, || launch(x, y)) {
+            Ok(t) => timings.push(t),
+            Err(e) => {
+                stream.synchronize()?;
+                sink.notes.push(format!("{name} ({}): {implementation}: no graph timing: {e}", T::NAME));
+            }
+        }
     }
     let bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
     for t in timings {
-        out.push(measurement::<T>(name, implementation, t, bytes, format_bytes, env.copy_gbps, rel_error, correct));
+        sink.out.push(measurement::<T>(
+            name,
+            implementation,
+            t,
+            bytes,
+            format_bytes,
+            env.copy_gbps,
+            rel_error,
+            correct,
+        ));
     }
     Ok(())
 }
@@ -299,7 +321,7 @@ fn bench_matrix<T: CpuScalar>(
     notes: &mut Vec<String>,
 ) -> BenchResult<Vec<Measurement>> {
     let ctx = env.ctx;
-    let mut out = Vec::new();
+    let mut sink = Sink { out: Vec::new(), notes };
     let csr_bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
     let mut d_a = DeviceCsr::upload(ctx, a)?;
     info.plan = d_a.plan().kernel().to_string();
@@ -323,7 +345,7 @@ fn bench_matrix<T: CpuScalar>(
             &mut y,
             seed,
             &|x, y| Ok(d.spmv(T::ONE, x, T::ZERO, y)?),
-            &mut out,
+            &mut sink,
         )?;
         seed += 1;
     }
@@ -342,10 +364,10 @@ fn bench_matrix<T: CpuScalar>(
                 &mut y,
                 seed,
                 &|x, y| Ok(e.spmv(T::ONE, x, T::ZERO, y)?),
-                &mut out,
+                &mut sink,
             )?;
         }
-        Err(e) => notes.push(format!("{name} ({}): spgpu-ell skipped: {e}", T::NAME)),
+        Err(e) => sink.notes.push(format!("{name} ({}): spgpu-ell skipped: {e}", T::NAME)),
     }
     seed += 1;
     if let Some(cs) = &env.cusparse {
@@ -354,9 +376,16 @@ fn bench_matrix<T: CpuScalar>(
             match cs.plan(&d_a, xp, yp, alg) {
                 Ok(plan) => {
                     let p = &plan;
-                    gpu_case(env, a, name, alg.name(), csr_bytes, &mut x, &mut y, seed, &|_, _| p.launch(), &mut out)?;
+                    let launch: Launch<'_, T> = &|_, _| p.launch();
+                    if let Err(e) =
+                        gpu_case(env, a, name, alg.name(), csr_bytes, &mut x, &mut y, seed, launch, &mut sink)
+                    {
+                        // a cuSPARSE failure (not spgpu's) is reported and the run goes on
+                        ctx.synchronize()?;
+                        sink.notes.push(format!("{name} ({}): {} failed: {e}", T::NAME, alg.name()));
+                    }
                 }
-                Err(e) => notes.push(format!("{name} ({}): {} skipped: {e}", T::NAME, alg.name())),
+                Err(e) => sink.notes.push(format!("{name} ({}): {} skipped: {e}", T::NAME, alg.name())),
             }
             seed += 1;
         }
@@ -375,10 +404,19 @@ fn bench_matrix<T: CpuScalar>(
             f(&b, &xh, &mut yh);
             let rel = reference::relative_error(&yh, &want);
             let t = cpu::time_wall(env.reps, || f(&b, &xh, &mut yh));
-            out.push(measurement::<T>(name, imp, t, csr_bytes, csr_bytes, env.copy_gbps, rel, rel <= tolerance::<T>()));
+            sink.out.push(measurement::<T>(
+                name,
+                imp,
+                t,
+                csr_bytes,
+                csr_bytes,
+                env.copy_gbps,
+                rel,
+                rel <= tolerance::<T>(),
+            ));
         }
     }
-    Ok(out)
+    Ok(sink.out)
 }
 
 /// Today's date and time in UTC, RFC 3339, from the system clock.
@@ -533,9 +571,9 @@ pub fn run(args: Args) -> CliResult {
     }
     bar.finish_and_clear();
     drop(env);
-    println!(
-        "\nSummary: best time per implementation, in us (fraction of the copy bandwidth); * = CUDA-graph replay\n"
-    );
+    println!("\nSummary: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n");
+    print!("{}", report::summary_compact(&report, false));
+    println!("\nEvery spgpu kernel:\n");
     print!("{}", report::summary(&report, false));
     for n in &report.notes {
         println!("note: {n}");
@@ -547,7 +585,12 @@ pub fn run(args: Args) -> CliResult {
         write_file(p, &report::to_json(&report))?;
     }
     if let Some(p) = &args.markdown {
-        write_file(p, &report::summary(&report, true))?;
+        let md = format!(
+            "{}\n\nEvery spgpu kernel:\n\n{}",
+            report::summary_compact(&report, true),
+            report::summary(&report, true)
+        );
+        write_file(p, &md)?;
     }
     if let Some(p) = &args.plot {
         plot::plot_svg(&report, p)?;

@@ -390,33 +390,85 @@ pub fn summary(r: &Report, markdown: bool) -> String {
             format!("{:.1} / {}", info.mean_row, info.max_row),
         ];
         for imp in &imps {
-            row.push(best(r, &m.matrix, m.scalar, imp).map_or_else(
-                || "-".to_string(),
-                |b| {
-                    let mark = if b.method == Method::Graph { "*" } else { "" };
-                    let wrong = if b.correct { "" } else { " WRONG" };
-                    if b.fraction.is_finite() {
-                        format!("{}{mark} ({}){wrong}", fmt_us(b.seconds), fmt_pct(b.fraction))
-                    } else {
-                        format!("{}{mark}{wrong}", fmt_us(b.seconds))
-                    }
-                },
-            ));
+            row.push(best(r, &m.matrix, m.scalar, imp).map_or_else(|| "-".to_string(), cell));
         }
         rows.push(row);
     }
-    if markdown {
-        let mut s = String::new();
-        for (i, row) in rows.iter().enumerate() {
-            let _ = writeln!(s, "| {} |", row.join(" | "));
-            if i == 0 {
-                let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
-            }
-        }
-        s
+    table(&rows, markdown)
+}
+
+/// One summary cell: `time (fraction)` of a measurement, `*` for a graph replay.
+fn cell(b: &Measurement) -> String {
+    let mark = if b.method == Method::Graph { "*" } else { "" };
+    let wrong = if b.correct { "" } else { " WRONG" };
+    if b.fraction.is_finite() {
+        format!("{}{mark} ({}){wrong}", fmt_us(b.seconds), fmt_pct(b.fraction))
     } else {
-        align(&rows)
+        format!("{}{mark}{wrong}", fmt_us(b.seconds))
     }
+}
+
+/// The compact summary: per matrix and precision, the plan's kernel and its time, the best
+/// spgpu kernel (named), each cuSPARSE algorithm and each CPU baseline. Cells as in
+/// [`summary`]. As Markdown when `markdown`, else as an aligned text table.
+pub fn summary_compact(r: &Report, markdown: bool) -> String {
+    let imps = implementations(r);
+    let others: Vec<&String> = imps.iter().filter(|i| !i.starts_with("spgpu")).collect();
+    let mut header: Vec<String> =
+        ["matrix", "scalar", "rows", "nnz", "mean / max row", "plan", "spgpu auto", "best spgpu kernel"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    header.extend(others.iter().map(|s| s.to_string()));
+    let mut rows = vec![header];
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for m in &r.measurements {
+        let key = (m.matrix.clone(), m.scalar);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let info = r.matrices.iter().find(|i| i.name == m.matrix).cloned().unwrap_or_default();
+        let auto = best(r, &m.matrix, m.scalar, "spgpu-auto");
+        let best_kernel = r
+            .measurements
+            .iter()
+            .filter(|x| x.matrix == m.matrix && x.scalar == m.scalar && x.implementation.starts_with("spgpu"))
+            .min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let mut row = vec![
+            m.matrix.clone(),
+            m.scalar.to_string(),
+            info.rows.to_string(),
+            info.nnz.to_string(),
+            format!("{:.1} / {}", info.mean_row, info.max_row),
+            info.plan.clone(),
+            auto.map_or_else(|| "-".into(), cell),
+            best_kernel.map_or_else(
+                || "-".into(),
+                |b| format!("{} {}", b.implementation.trim_start_matches("spgpu-"), cell(b)),
+            ),
+        ];
+        for imp in &others {
+            row.push(best(r, &m.matrix, m.scalar, imp).map_or_else(|| "-".into(), cell));
+        }
+        rows.push(row);
+    }
+    table(&rows, markdown)
+}
+
+/// Rows as a Markdown table (first row the header) or as aligned text.
+fn table(rows: &[Vec<String>], markdown: bool) -> String {
+    if !markdown {
+        return align(rows);
+    }
+    let mut s = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+        if i == 0 {
+            let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
+        }
+    }
+    s
 }
 
 #[cfg(test)]
@@ -437,7 +489,7 @@ mod tests {
             bytes: 335_904_004,
             format_bytes: 335_904_004,
             gbps: 335_904_004.0 / (us * 1e-6) / 1e9,
-            fraction: 335_904_004.0 / (us * 1e-6) / 1e9 / 4280.0,
+            fraction: if method == Method::Wall { f64::NAN } else { 335_904_004.0 / (us * 1e-6) / 1e9 / 4280.0 },
             rel_error: 1e-16,
             correct: true,
         };
@@ -483,6 +535,18 @@ mod tests {
         assert!(lines[2].contains("| 131 (60%) |"), "{}", lines[2]);
         let text = summary(&sample(), false);
         assert!(text.lines().all(|l| !l.ends_with(' ')));
+    }
+
+    #[test]
+    fn compact_summary_names_the_best_kernel() {
+        let s = summary_compact(&sample(), true);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].ends_with("| best spgpu kernel | cusparse-alg1+pre | cpu-sprs |"), "{}", lines[0]);
+        assert!(
+            lines[2].contains("| ell, uniform rows | 70.0* (112%) | auto 70.0* (112%) | 131 (60%) | 9000 |"),
+            "{}",
+            lines[2]
+        );
     }
 
     #[test]
