@@ -45,3 +45,16 @@
 
 mod nalgebra;
 mod sprs;
+
+use crate::FormatError;
+
+/// An error found while reading CSC arrays as the CSR arrays of the transpose: a
+/// dimension past the limit is named as the matrix's own (rows for columns and the reverse);
+/// other errors name positions in the transpose, whose row `j` is column `j` of the matrix.
+fn csc_error(e: FormatError) -> FormatError {
+    match e {
+        FormatError::TooLarge { what: "rows", value, limit } => FormatError::TooLarge { what: "columns", value, limit },
+        FormatError::TooLarge { what: "columns", value, limit } => FormatError::TooLarge { what: "rows", value, limit },
+        e => e,
+    }
+}

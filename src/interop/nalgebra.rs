@@ -43,7 +43,8 @@ impl<T: Scalar> TryFrom<na::CscMatrix<T>> for CsrMatrix<T> {
     type Error = FormatError;
 
     /// Reads the CSC arrays as the CSR form of the transpose (copying the indices into
-    /// `u32`, moving the values) and transposes it: the result is a new matrix.
+    /// `u32`, moving the values) and transposes it: the result is a new matrix. A dimension
+    /// past the limit is named as the matrix's own.
     ///
     /// # Errors
     ///
@@ -51,7 +52,8 @@ impl<T: Scalar> TryFrom<na::CscMatrix<T>> for CsrMatrix<T> {
     fn try_from(m: na::CscMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (offsets, indices, values) = m.disassemble();
-        Ok(CsrMatrix::try_from_usize_parts(ncols, nrows, &offsets, &indices, values)?.transpose())
+        let t = CsrMatrix::try_from_usize_parts(ncols, nrows, &offsets, &indices, values).map_err(super::csc_error)?;
+        Ok(t.transpose())
     }
 }
 

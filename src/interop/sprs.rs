@@ -31,7 +31,9 @@ impl<T: Scalar> TryFrom<CsMatI<T, u32>> for CsrMatrix<T> {
 
     /// Takes an sprs matrix with `u32` indices and offsets. CSR storage moves its three
     /// arrays into the result without copying them; CSC storage is read as the CSR form of
-    /// the transpose and transposed (a new matrix). Every invariant is checked.
+    /// the transpose and transposed (a new matrix); an error then names positions in the
+    /// transpose (its row `j` is column `j`), but a dimension past the limit is named as
+    /// the matrix's own. Every invariant is checked.
     ///
     /// # Errors
     ///
@@ -44,7 +46,13 @@ impl<T: Scalar> TryFrom<CsMatI<T, u32>> for CsrMatrix<T> {
         let (nrows, ncols) = csr_shape(storage, m.rows(), m.cols());
         let (mut offsets, indices, values) = m.into_raw_storage();
         rebase(&mut offsets);
-        let a = CsrMatrix::try_from_parts(nrows, ncols, offsets, indices, values)?;
+        let a = CsrMatrix::try_from_parts(nrows, ncols, offsets, indices, values).map_err(|e| {
+            if storage == CompressedStorage::CSC {
+                super::csc_error(e)
+            } else {
+                e
+            }
+        })?;
         Ok(match storage {
             CompressedStorage::CSR => a,
             CompressedStorage::CSC => a.transpose(),
@@ -68,7 +76,13 @@ impl<T: Scalar> TryFrom<CsMat<T>> for CsrMatrix<T> {
         let (nrows, ncols) = csr_shape(storage, m.rows(), m.cols());
         let (mut offsets, indices, values) = m.into_raw_storage();
         rebase(&mut offsets);
-        let a = CsrMatrix::try_from_usize_parts(nrows, ncols, &offsets, &indices, values)?;
+        let a = CsrMatrix::try_from_usize_parts(nrows, ncols, &offsets, &indices, values).map_err(|e| {
+            if storage == CompressedStorage::CSC {
+                super::csc_error(e)
+            } else {
+                e
+            }
+        })?;
         Ok(match storage {
             CompressedStorage::CSR => a,
             CompressedStorage::CSC => a.transpose(),
