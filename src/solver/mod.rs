@@ -36,7 +36,7 @@ mod operator;
 mod precond;
 
 pub use backend::{Backend, Checkpoint, PrecondForm, Status};
-pub use cg::{cg, cg_with, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
+pub use cg::{cg, cg_with, iteration_floor_bytes, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
 pub use device::{Device, DeviceState};
 pub use host::{Host, HostState};
 pub use operator::{DeviceMatrix, LinearOperator};

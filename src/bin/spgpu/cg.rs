@@ -1,11 +1,397 @@
-//! `spgpu cg` (being written).
+//! `spgpu cg`: solve `A x = b` by conjugate gradient, on the GPU or the CPU.
+//!
+//! A is a Matrix Market file (symmetric storage is expanded on read) or a generated matrix
+//! (`gen:lap2d:500`). Without `--rhs`, `b = A * 1`, so the solution is known and its error
+//! is reported too. The summary gives the iterations, why the solve stopped, the true
+//! relative residual `||b - A x|| / ||b||` (recomputed from `x`), the times for reading,
+//! uploading and solving, the time per iteration, and the effective bandwidth by the
+//! bytes-moved floor of `spgpu::solver::iteration_floor_bytes` (`docs/cg.md`).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvPlan};
+use spgpu::solver::{
+    cg_with, iteration_floor_bytes, Backend, CgError, CgParams, CgReport, Checkpoint, Device, Host, Identity, Jacobi,
+    LinearOperator, PreconditionerKind,
+};
+use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
+
 use crate::CliResult;
+
+/// The copy bandwidth of the H200 the crate is measured on, in bytes per second
+/// (`../shared/docs/gpu.md`).
+const COPY_BANDWIDTH: f64 = 4.28e12;
 
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The matrix A: a Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N,
+    /// lap3d:N, stencil27:N, banded:N:H, ...).
+    pub matrix: String,
+    /// The right-hand side b (Matrix Market array or coordinate vector); default `A * 1`.
+    #[arg(long)]
+    pub rhs: Option<PathBuf>,
+    /// Initial guess x0 (Matrix Market vector); default zeros.
+    #[arg(long)]
+    pub x0: Option<PathBuf>,
+    /// Relative tolerance: stop when ||b - A x|| <= max(rtol * ||b||, atol).
+    #[arg(long, default_value_t = 1e-8)]
+    pub rtol: f64,
+    /// Absolute tolerance on ||b - A x||.
+    #[arg(long, default_value_t = 0.0)]
+    pub atol: f64,
+    /// Most iterations (default 10 * rows, at least 100).
+    #[arg(long)]
+    pub max_iter: Option<usize>,
+    /// Preconditioner: none or jacobi.
+    #[arg(long, default_value = "none", value_parser = ["none", "jacobi"])]
+    pub precond: String,
+    /// Device storage: auto (ELL when it pads little, else CSR), csr or ell.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "csr", "ell"])]
+    pub format: String,
+    /// Element type: f64 or f32.
+    #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+    pub precision: String,
+    /// Where to solve: auto (the GPU, or the CPU with a notice when there is none), gpu or cpu.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "cpu"])]
+    pub device: String,
+    /// Write the solution x to this Matrix Market file.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Write the residual norm of every iteration to this CSV file.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Refuse a matrix that is not symmetric (default: warn and solve anyway).
+    #[arg(long)]
+    pub check_symmetric: bool,
+    /// Iterations between two checks of the residual on the host.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub check_interval: u64,
+    /// Solve with the leading N x N block of A only (the anchors' CG case is
+    /// `gen:lap2d:2000 --leading 250000`).
+    #[arg(long)]
+    pub leading: Option<usize>,
+}
 
 /// Runs `spgpu cg`.
-pub fn run(_args: Args) -> CliResult {
-    Err("spgpu cg is not available in this build yet".into())
+pub fn run(args: Args) -> CliResult {
+    for (name, v) in [("--rtol", args.rtol), ("--atol", args.atol)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("{name} must be a finite number >= 0, got {v}").into());
+        }
+    }
+    match args.precision.as_str() {
+        "f32" => run_typed::<f32>(&args),
+        _ => run_typed::<f64>(&args),
+    }
+}
+
+/// The leading `n x n` block of `a`.
+fn leading_block<T: Scalar>(a: &CsrMatrix<T>, n: usize) -> Result<CsrMatrix<T>, String> {
+    if n > a.nrows() || n > a.ncols() {
+        return Err(format!("--leading {n}: the matrix is only {} x {}", a.nrows(), a.ncols()));
+    }
+    let (mut offsets, mut cols, mut vals) = (vec![0u32], Vec::new(), Vec::new());
+    for i in 0..n {
+        let (c, v) = a.row(i);
+        for (&c, &v) in c.iter().zip(v) {
+            if (c as usize) < n {
+                cols.push(c);
+                vals.push(v);
+            }
+        }
+        offsets.push(u32::try_from(cols.len()).map_err(|_| "too many entries".to_string())?);
+    }
+    CsrMatrix::try_from_parts(n, n, offsets, cols, vals).map_err(|e| e.to_string())
+}
+
+/// The first entry where `a` differs from its transpose beyond rounding, as
+/// `(row, col, a_ij, a_ji)`.
+fn asymmetry<T: Scalar>(a: &CsrMatrix<T>) -> Option<(usize, usize, f64, f64)> {
+    let t = a.transpose();
+    let tol = if T::BYTES == 4 { 1e-5 } else { 1e-10 };
+    for i in 0..a.nrows() {
+        let (ac, av) = a.row(i);
+        let (tc, tv) = t.row(i);
+        let (mut p, mut q) = (0, 0);
+        while p < ac.len() || q < tc.len() {
+            let ca = ac.get(p).copied().unwrap_or(u32::MAX);
+            let ct = tc.get(q).copied().unwrap_or(u32::MAX);
+            let (col, x, y) = match ca.cmp(&ct) {
+                std::cmp::Ordering::Equal => {
+                    p += 1;
+                    q += 1;
+                    (ca, av[p - 1].to_f64(), tv[q - 1].to_f64())
+                }
+                std::cmp::Ordering::Less => {
+                    p += 1;
+                    (ca, av[p - 1].to_f64(), 0.0)
+                }
+                std::cmp::Ordering::Greater => {
+                    q += 1;
+                    (ct, 0.0, tv[q - 1].to_f64())
+                }
+            };
+            if (x - y).abs() > tol * x.abs().max(y.abs()) {
+                return Some((i, col as usize, x, y));
+            }
+        }
+    }
+    None
+}
+
+/// Checks that a vector has `n` finite entries.
+fn check_vector<T: Scalar>(what: &str, v: &[T], n: usize) -> Result<(), String> {
+    if v.len() != n {
+        return Err(format!("{what} has {} entries, but A has {n} rows", v.len()));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite_value()) {
+        return Err(format!("{what} has a non-finite value ({}) at entry {}", v[i], i + 1));
+    }
+    Ok(())
+}
+
+/// Where and how the system is solved.
+enum Target {
+    Cpu,
+    Gpu(&'static Context),
+}
+
+fn run_typed<T: Scalar>(args: &Args) -> CliResult {
+    let t_read = Instant::now();
+    let mut a = spgpu::io::load_matrix::<T>(&args.matrix)?;
+    if let Some(n) = args.leading {
+        a = leading_block(&a, n)?;
+    }
+    let (n, nnz) = (a.nrows(), a.nnz());
+    if a.nrows() != a.ncols() {
+        return Err(format!("CG needs a square matrix; {} is {} x {}", args.matrix, a.nrows(), a.ncols()).into());
+    }
+    if let Some(k) = a.values().iter().position(|v| !v.is_finite_value()) {
+        let row = a.row_offsets().partition_point(|&o| o as usize <= k) - 1;
+        let col = a.col_indices()[k] as usize;
+        return Err(
+            format!("A has a non-finite value ({}) at row {}, column {}", a.values()[k], row + 1, col + 1).into()
+        );
+    }
+    if let Some((i, j, x, y)) = asymmetry(&a) {
+        let msg = format!(
+            "A is not symmetric: A({}, {}) = {x:e} but A({}, {}) = {y:e}; CG needs a symmetric positive definite \
+             matrix",
+            i + 1,
+            j + 1,
+            j + 1,
+            i + 1
+        );
+        if args.check_symmetric {
+            return Err(msg.into());
+        }
+        eprintln!("spgpu cg: warning: {msg}; solving anyway");
+    }
+    let (b, known_solution) = match &args.rhs {
+        Some(path) => (spgpu::io::read_vector::<T>(path)?, false),
+        None => {
+            let mut b = vec![T::ZERO; n];
+            reference::spmv_csr(T::ONE, &a, &vec![T::ONE; n], T::ZERO, &mut b)?;
+            (b, true)
+        }
+    };
+    check_vector("b", &b, n)?;
+    let x0 = match &args.x0 {
+        Some(path) => {
+            let x0 = spgpu::io::read_vector::<T>(path)?;
+            check_vector("x0", &x0, n)?;
+            x0
+        }
+        None => vec![T::ZERO; n],
+    };
+    let read_time = t_read.elapsed();
+
+    let target = match args.device.as_str() {
+        "cpu" => Target::Cpu,
+        "gpu" => Target::Gpu(Context::global()?),
+        _ => match Context::global() {
+            Ok(ctx) => Target::Gpu(ctx),
+            Err(e) if e.is_no_device() => {
+                eprintln!("spgpu cg: no GPU ({e}); solving on the CPU");
+                Target::Cpu
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let precond: PreconditionerKind = args.precond.parse()?;
+    let params = CgParams {
+        rtol: args.rtol,
+        atol: args.atol,
+        max_iter: args.max_iter,
+        preconditioner: precond,
+        check_interval: usize::try_from(args.check_interval).unwrap_or(usize::MAX),
+        history: args.history.is_some(),
+        ..CgParams::default()
+    };
+    println!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME);
+
+    let (result, x, upload_time, where_) = match target {
+        Target::Cpu => {
+            let mut x = x0;
+            let res = solve(&Host, &a, &b, &mut x, &params, &a, n)?;
+            (res, x, Duration::ZERO, "CPU".to_string())
+        }
+        Target::Gpu(ctx) => {
+            let plan = SpmvPlan::from_stats(&a.row_stats(), ctx.warp_size());
+            let use_ell = match args.format.as_str() {
+                "ell" => true,
+                "csr" => false,
+                _ => plan.ell_padding() <= SpmvPlan::ELL_MAX_PADDING,
+            };
+            let t_up = Instant::now();
+            let device = Device::new(ctx)?;
+            let mut d_x = DeviceVector::from_slice(ctx, &x0)?;
+            let (res, format) = if use_ell {
+                let ell = EllMatrix::try_from_csr(&a)?;
+                let width = ell.width();
+                let d_a = DeviceEll::upload(ctx, &ell)?;
+                ctx.synchronize()?;
+                let up = t_up.elapsed();
+                (solve(&device, &d_a, &b, &mut d_x, &params, &a, n).map(|r| (r, up)), format!("ELL (width {width})"))
+            } else {
+                let d_a = DeviceCsr::upload(ctx, &a)?;
+                ctx.synchronize()?;
+                let up = t_up.elapsed();
+                (solve(&device, &d_a, &b, &mut d_x, &params, &a, n).map(|r| (r, up)), format!("CSR, {}", plan.kernel()))
+            };
+            let (res, up) = res?;
+            (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
+        }
+    };
+
+    let report = match &result {
+        Ok(r) => Some(r),
+        Err(e) => e.report(),
+    };
+    if let Some(r) = report {
+        print_summary(args, r, &a, &x, known_solution, read_time, upload_time, &where_)?;
+        if let (Some(path), Some(h)) = (&args.history, &r.history) {
+            write_history(path, h, r.b_norm)?;
+        }
+    }
+    if let Some(path) = &args.output {
+        spgpu::io::write_vector(path, &x)?;
+        println!("solution written to {}", path.display());
+    }
+    result.map(|_| ()).map_err(|e| e.into())
+}
+
+/// Solves with the preconditioner `params` names, with a progress bar on a terminal.
+fn solve<T, B, A>(
+    backend: &B,
+    op: &A,
+    b: &[T],
+    x: &mut B::Vector,
+    params: &CgParams,
+    host: &CsrMatrix<T>,
+    n: usize,
+) -> Result<Result<CgReport, CgError>, Box<dyn std::error::Error>>
+where
+    T: Scalar,
+    B: Backend<T>,
+    A: LinearOperator<T, Vector = B::Vector>,
+{
+    let d_b = backend.upload(b)?;
+    let max_iter = params.max_iter.unwrap_or_else(|| n.saturating_mul(10).max(100));
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(max_iter as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} cg {pos}/{len} iterations, {msg} [{elapsed_precise}]")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let b_norm = b.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
+    let mut monitor = |ck: &Checkpoint| {
+        bar.set_position(ck.iterations as u64);
+        bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
+    };
+    let result = match params.preconditioner {
+        PreconditionerKind::Jacobi => match Jacobi::from_diagonal(backend, &host.diagonal()) {
+            Ok(j) => cg_with(backend, op, &j, &d_b, x, params, &mut monitor),
+            Err(e) => Err(e),
+        },
+        _ => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
+    };
+    bar.finish_and_clear();
+    Ok(result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_summary<T: Scalar>(
+    args: &Args,
+    r: &CgReport,
+    a: &CsrMatrix<T>,
+    x: &[T],
+    known_solution: bool,
+    read_time: Duration,
+    upload_time: Duration,
+    where_: &str,
+) -> CliResult {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("device: {where_}; preconditioner: {}", r.preconditioner);
+    println!("stop: {} after {} iterations ({} restarts)", r.stop_reason, r.iterations, r.restarts);
+    println!(
+        "true relative residual ||b - A x|| / ||b|| = {:.3e} (rtol {:e}, atol {}; recurrence {:.3e})",
+        r.relative_residual,
+        args.rtol,
+        if args.atol == 0.0 { "0".to_string() } else { format!("{:e}", args.atol) },
+        r.residual_norm / r.b_norm.max(f64::MIN_POSITIVE)
+    );
+    if known_solution {
+        let ones = vec![T::ONE; x.len()];
+        println!(
+            "error against the known solution x = 1: ||x - 1|| / ||1|| = {:.3e}",
+            reference::relative_error(x, &ones)
+        );
+    }
+    let per_iter = r.time_per_iteration();
+    println!(
+        "times: read {:.1} ms, upload {:.1} ms, setup {:.2} ms, solve {:.2} ms, check {:.2} ms",
+        ms(read_time),
+        ms(upload_time),
+        ms(r.setup_time),
+        ms(r.solve_time),
+        ms(r.check_time)
+    );
+    if r.iterations > 0 && where_ == "CPU" {
+        println!("per iteration: {:.2} us", per_iter.as_secs_f64() * 1e6);
+    } else if r.iterations > 0 {
+        let bytes = iteration_floor_bytes(a.nrows(), a.nnz(), T::BYTES, r.preconditioner == "jacobi");
+        let secs = per_iter.as_secs_f64();
+        let floor = bytes as f64 / COPY_BANDWIDTH;
+        println!(
+            "per iteration: {:.2} us; {:.1} GB/s effective ({:.1} MB moved by the floor model of docs/cg.md; \
+             floor {:.2} us at 4.28 TB/s, so {:.2}x the floor)",
+            secs * 1e6,
+            bytes as f64 / secs / 1e9,
+            bytes as f64 / 1e6,
+            floor * 1e6,
+            secs / floor
+        );
+    }
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// Writes `iteration,residual_norm,relative_residual` lines.
+fn write_history(path: &Path, history: &[f64], b_norm: f64) -> CliResult {
+    let mut out = String::from("iteration,residual_norm,relative_residual\n");
+    for (k, h) in history.iter().enumerate() {
+        out.push_str(&format!("{k},{h:e},{:e}\n", h / b_norm.max(f64::MIN_POSITIVE)));
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("residual history written to {}", path.display());
+    Ok(())
 }
