@@ -102,6 +102,10 @@ pub struct Args {
     /// Skip the CPU baselines.
     #[arg(long)]
     pub no_cpu: bool,
+    /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
+    /// run (no GPU needed).
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens"])]
+    pub from_csv: Option<PathBuf>,
 }
 
 /// One matrix to run: where it comes from.
@@ -450,14 +454,22 @@ fn commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The driver: its version from `/proc/driver/nvidia/version` when readable, and the CUDA
+/// version it supports (`cuDriverGetVersion`).
 fn driver_version() -> String {
     let mut v = 0;
     // SAFETY: a valid out-pointer; the driver is initialized by `Context::global`.
     let ok = unsafe { cust::sys::cuDriverGetVersion(&mut v) } == cust::sys::cudaError_enum::CUDA_SUCCESS;
-    if ok {
-        format!("CUDA {}.{}", v / 1000, (v % 1000) / 10)
-    } else {
-        "unknown".into()
+    let cuda = if ok { format!("CUDA {}.{}", v / 1000, (v % 1000) / 10) } else { "CUDA unknown".into() };
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Sun ..." -> 580.159.04
+    let kernel = std::fs::read_to_string("/proc/driver/nvidia/version").ok().and_then(|t| {
+        let line = t.lines().next()?.to_string();
+        let after = line.split("Kernel Module").nth(1)?;
+        after.split_whitespace().next().map(str::to_string)
+    });
+    match kernel {
+        Some(k) => format!("{k} ({cuda})"),
+        None => cuda,
     }
 }
 
@@ -468,6 +480,17 @@ fn write_file(path: &Path, text: &str) -> BenchResult<()> {
 
 /// Runs `spgpu bench`.
 pub fn run(args: Args) -> CliResult {
+    if let Some(p) = &args.from_csv {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let report = report::from_csv(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        println!(
+            "spgpu bench: {} measurements of {} matrices from {}",
+            report.measurements.len(),
+            report.matrices.len(),
+            p.display()
+        );
+        return emit(&report, &args);
+    }
     let default_folder = std::env::var_os("SPGPU_MATRICES").map(PathBuf::from);
     let inputs = inputs(&args.paths, &args.gens, default_folder)?;
     let ctx = Context::global()?;
@@ -571,29 +594,38 @@ pub fn run(args: Args) -> CliResult {
     }
     bar.finish_and_clear();
     drop(env);
+    emit(&report, &args)
+}
+
+/// Prints the summary and notes and writes the files the arguments ask for.
+///
+/// # Errors
+///
+/// A file that cannot be written, or any result that differs from the CPU reference.
+fn emit(report: &Report, args: &Args) -> CliResult {
     println!("\nSummary: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n");
-    print!("{}", report::summary_compact(&report, false));
+    print!("{}", report::summary_compact(report, false));
     println!("\nEvery spgpu kernel:\n");
-    print!("{}", report::summary(&report, false));
+    print!("{}", report::summary(report, false));
     for n in &report.notes {
         println!("note: {n}");
     }
     if let Some(p) = &args.csv {
-        write_file(p, &report::to_csv(&report))?;
+        write_file(p, &report::to_csv(report))?;
     }
     if let Some(p) = &args.json {
-        write_file(p, &report::to_json(&report))?;
+        write_file(p, &report::to_json(report))?;
     }
     if let Some(p) = &args.markdown {
         let md = format!(
             "{}\n\nEvery spgpu kernel:\n\n{}",
-            report::summary_compact(&report, true),
-            report::summary(&report, true)
+            report::summary_compact(report, true),
+            report::summary(report, true)
         );
         write_file(p, &md)?;
     }
     if let Some(p) = &args.plot {
-        plot::plot_svg(&report, p)?;
+        plot::plot_svg(report, p)?;
     }
     let wrong = report.measurements.iter().filter(|m| !m.correct).count();
     if wrong > 0 {
@@ -664,6 +696,7 @@ mod tests {
             copy_mib: 1,
             no_cusparse: true,
             no_cpu: true,
+            from_csv: None,
         };
         let e = run(args).unwrap_err().to_string();
         assert!(e.contains("no CUDA device"), "{e}");

@@ -5,7 +5,11 @@ use super::report::{implementations, Report};
 use super::BenchResult;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
+
+/// The series of the best spgpu kernel (auto or forced) of each matrix.
+const SPGPU_BEST: &str = "spgpu, best kernel";
 
 /// Marker shapes, cycled per implementation so that series stay apart in grey print too.
 #[derive(Clone, Copy)]
@@ -18,8 +22,10 @@ enum Shape {
 /// Draws the plot into `path` (SVG).
 ///
 /// Each matrix (and precision, when the run has both) is a column; each implementation a
-/// series of markers at its best GB/s there; the horizontal red line is the measured
-/// device-to-device copy bandwidth.
+/// series of markers at its best GB/s there (CUDA-graph or event timing, whichever is
+/// faster); the spgpu kernels appear as `spgpu-auto` (the plan's choice) and as the best
+/// kernel of each matrix. The horizontal red line is the measured device-to-device copy
+/// bandwidth.
 ///
 /// # Errors
 ///
@@ -33,7 +39,15 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
     }
     let both = keys.iter().any(|k| k.1 != keys[0].1);
     let labels: Vec<String> = keys.iter().map(|(n, s)| if both { format!("{n} {s}") } else { n.clone() }).collect();
-    let imps = implementations(r);
+    // spgpu-auto, the best spgpu kernel per matrix, and every other implementation: the
+    // forced kernels one by one are in the tables, not in the plot
+    let mut names = vec!["spgpu-auto".to_string(), SPGPU_BEST.to_string()];
+    names.extend(implementations(r).into_iter().filter(|i| !i.starts_with("spgpu")));
+    let imps: Vec<String> = names
+        .into_iter()
+        .filter(|n| n == SPGPU_BEST || r.measurements.iter().any(|m| &m.implementation == n))
+        .collect();
+    let member = |imp: &str, m: &str| if imp == SPGPU_BEST { m.starts_with("spgpu") } else { m == imp };
     let series: Vec<Vec<(usize, f64)>> = imps
         .iter()
         .map(|imp| {
@@ -42,7 +56,7 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
                 .filter_map(|(i, (name, scalar))| {
                     r.measurements
                         .iter()
-                        .filter(|m| &m.matrix == name && m.scalar == *scalar && &m.implementation == imp)
+                        .filter(|m| &m.matrix == name && m.scalar == *scalar && member(imp, &m.implementation))
                         .map(|m| m.gbps)
                         .filter(|g| g.is_finite() && *g > 0.0)
                         .max_by(f64::total_cmp)
@@ -65,7 +79,11 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
     let width = (160 + 26 * n as u32).max(900);
     let root = SVGBackend::new(path, (width, 720)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!("SpMV throughput by the minimal byte model ({})", r.run.gpu);
+    let title = if r.run.gpu.is_empty() {
+        "SpMV throughput by the minimal byte model".to_string()
+    } else {
+        format!("SpMV throughput by the minimal byte model ({})", r.run.gpu)
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -75,11 +93,8 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
     chart
         .configure_mesh()
         .x_labels(n)
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels.get(*i).cloned().unwrap_or_default(),
-            SegmentValue::Last => String::new(),
-        })
-        .x_label_style(("sans-serif", 12).into_font().transform(FontTransform::Rotate90))
+        // the matrix names are drawn below, rotated and starting at the axis
+        .x_label_formatter(&|_| String::new())
         .y_desc("GB/s (log)")
         .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()?;
@@ -91,6 +106,15 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
             ))?
             .label(format!("copy bandwidth {copy:.0} GB/s"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED.stroke_width(2)));
+    }
+    let name_style = ("sans-serif", 12)
+        .into_font()
+        .transform(FontTransform::Rotate90)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, label) in labels.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(SegmentValue::CenterOf(i), lo * 0.7));
+        root.draw(&Text::new(label.clone(), (px, py + 8), name_style.clone()))?;
     }
     let shapes = [Shape::Circle, Shape::Triangle, Shape::Cross];
     for (k, (imp, pts)) in imps.iter().zip(&series).enumerate() {
@@ -105,7 +129,12 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
             }
             Shape::Cross => chart.draw_series(pts.iter().map(|&(i, g)| Cross::new((at(i), g), 5, style)))?,
         };
-        drawn.label(imp.clone()).legend(move |(x, y)| Circle::new((x + 8, y), 5, color.filled()));
+        let drawn = drawn.label(imp.clone());
+        match shape {
+            Shape::Circle => drawn.legend(move |(x, y)| Circle::new((x + 8, y), 5, style)),
+            Shape::Triangle => drawn.legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, style)),
+            Shape::Cross => drawn.legend(move |(x, y)| Cross::new((x + 8, y), 5, style)),
+        };
     }
     chart
         .configure_series_labels()
@@ -157,7 +186,7 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).ok();
         assert!(svg.starts_with("<svg"), "{}", &svg[..60.min(svg.len())]);
-        for text in ["cage10", "lap2d:2000", "copy bandwidth 4280 GB/s", "cpu-sprs", "cusparse-alg1"] {
+        for text in ["cage10", "lap2d:2000", "copy bandwidth 4280 GB/s", "cpu-sprs", "cusparse-alg1", SPGPU_BEST] {
             assert!(svg.contains(text), "missing {text}");
         }
         let empty = Report::default();

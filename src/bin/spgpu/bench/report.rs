@@ -397,6 +397,118 @@ pub fn summary(r: &Report, markdown: bool) -> String {
     table(&rows, markdown)
 }
 
+/// Splits one CSV line into fields (double quotes, with `""` for a quote inside).
+fn csv_split(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Rebuilds a report from the CSV of an earlier run ([`to_csv`]): matrices, measurements,
+/// and the copy bandwidth (GB/s over fraction of any GPU row). The GPU name and the other
+/// run metadata are not in the CSV and stay empty.
+///
+/// # Errors
+///
+/// A missing column or a field that does not parse, with its line number.
+pub fn from_csv(text: &str) -> Result<Report, String> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let header = lines.next().map(|(_, l)| csv_split(l)).ok_or("empty CSV")?;
+    let col = |name: &str| header.iter().position(|h| h == name).ok_or(format!("CSV has no column {name}"));
+    let names = [
+        "matrix",
+        "scalar",
+        "rows",
+        "cols",
+        "nnz",
+        "mean_row",
+        "max_row",
+        "plan",
+        "implementation",
+        "timing",
+        "median_us",
+        "min_us",
+        "max_us",
+        "per_rep",
+        "reps",
+        "bytes",
+        "format_bytes",
+        "gbps",
+        "fraction_of_copy",
+        "rel_error",
+        "correct",
+    ];
+    let idx: Vec<usize> = names.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
+    let mut r = Report::default();
+    let mut copies = Vec::new();
+    for (no, line) in lines {
+        let f = csv_split(line);
+        let get = |k: usize| f.get(idx[k]).map(String::as_str).unwrap_or("");
+        let bad = |k: usize| format!("line {}: bad {} {:?}", no + 1, names[k], get(k));
+        let num = |k: usize| get(k).parse::<f64>().map_err(|_| bad(k));
+        let opt = |k: usize| if get(k).is_empty() { Ok(f64::NAN) } else { num(k) };
+        let int = |k: usize| get(k).parse::<u64>().map_err(|_| bad(k));
+        let scalar = match get(1) {
+            "f32" => "f32",
+            "f64" => "f64",
+            _ => return Err(bad(1)),
+        };
+        let method = match get(9) {
+            "events" => Method::Events,
+            "graph" => Method::Graph,
+            "wall" => Method::Wall,
+            _ => return Err(bad(9)),
+        };
+        if !r.matrices.iter().any(|m| m.name == get(0)) {
+            r.matrices.push(MatrixInfo {
+                name: get(0).to_string(),
+                rows: int(2)? as usize,
+                cols: int(3)? as usize,
+                nnz: int(4)? as usize,
+                mean_row: num(5)?,
+                max_row: int(6)? as usize,
+                plan: get(7).to_string(),
+                ..Default::default()
+            });
+        }
+        let m = Measurement {
+            matrix: get(0).to_string(),
+            scalar,
+            implementation: get(8).to_string(),
+            method,
+            seconds: num(10)? * 1e-6,
+            min_seconds: num(11)? * 1e-6,
+            max_seconds: num(12)? * 1e-6,
+            per_rep: int(13)? as usize,
+            reps: int(14)? as usize,
+            bytes: int(15)?,
+            format_bytes: int(16)?,
+            gbps: num(17)?,
+            fraction: opt(18)?,
+            rel_error: num(19)?,
+            correct: get(20) == "true",
+        };
+        if m.fraction > 0.0 {
+            copies.push(m.gbps / m.fraction);
+        }
+        r.measurements.push(m);
+    }
+    copies.sort_by(f64::total_cmp);
+    r.run.copy_gbps = copies.get(copies.len() / 2).copied().unwrap_or(f64::NAN);
+    Ok(r)
+}
+
 /// One summary cell: `time (fraction)` of a measurement, `*` for a graph replay.
 fn cell(b: &Measurement) -> String {
     let mark = if b.method == Method::Graph { "*" } else { "" };
@@ -555,6 +667,21 @@ mod tests {
         assert_eq!(c.lines().count(), 5);
         assert!(c.lines().nth(1).unwrap().contains("\"ell, uniform rows\""));
         assert_eq!(c.lines().next().unwrap().split(',').count(), c.lines().nth(1).unwrap().split(',').count() - 1);
+    }
+
+    #[test]
+    fn csv_round_trips() {
+        let a = sample();
+        let b = from_csv(&to_csv(&a)).unwrap();
+        assert_eq!(b.measurements.len(), a.measurements.len());
+        assert_eq!(b.matrices[0].plan, "ell, uniform rows");
+        assert!((b.run.copy_gbps - 4280.0).abs() < 1.0, "{}", b.run.copy_gbps);
+        assert!(b.measurements[3].fraction.is_nan());
+        assert_eq!(summary_compact(&a, true), summary_compact(&b, true));
+        assert_eq!(csv_split("a,\"b,\"\"c\"\"\",d"), ["a", "b,\"c\"", "d"]);
+        assert!(from_csv("matrix,scalar\n").unwrap_err().contains("no column"));
+        let broken = to_csv(&a).replace(",events,", ",sometimes,");
+        assert!(from_csv(&broken).unwrap_err().contains("bad timing"));
     }
 
     #[test]
