@@ -306,7 +306,7 @@ fn try_banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) -> Result<C
 ///
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an unknown kind, a wrong
 /// number of parameters or a parameter that is not a number, and
-/// [`FormatError::TooLarge`](crate::FormatError::TooLarge) for a matrix past the index limit.
+/// [`FormatError::TooLarge`] for a matrix past the index limit.
 ///
 /// # Example
 ///

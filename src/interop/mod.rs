@@ -1,9 +1,9 @@
 //! Conversions between spgpu's host formats and those of [`sprs`](::sprs) and
-//! [`nalgebra_sparse`](::nalgebra_sparse).
+//! [`nalgebra_sparse`].
 //!
 //! Every conversion is a [`From`] or [`TryFrom`] implementation, so it reads
 //! `CsrMatrix::try_from(m)?` or `let m: sprs::CsMatI<f64, u32> = a.into();`. Conversions
-//! into spgpu are `TryFrom` with a [`FormatError`](crate::FormatError): they validate every
+//! into spgpu are `TryFrom` with a [`FormatError`]: they validate every
 //! invariant spgpu's formats document, the 32-bit index limit
 //! ([`INDEX_LIMIT`](crate::INDEX_LIMIT)) included, since a foreign type may hold a larger
 //! matrix or (through its unchecked constructors) a malformed one. Conversions out of spgpu
