@@ -105,18 +105,27 @@ impl fmt::Display for KernelChoice {
 ///
 /// # The rule (CSR, [`KernelChoice::Auto`])
 ///
-/// 1. The design rule picks the threads per row: the largest power of two not above the
-///    mean row length, clamped to 2..=warp size ([`SpmvPlan::design_threads_per_row`]).
-/// 2. The scalar kernel (one thread per row) runs instead when the rows are short and even:
-///    mean row length below [`SpmvPlan::SCALAR_MAX_MEAN`] and longest row at most
-///    [`SpmvPlan::SCALAR_MAX_ROW`]. Measured on the H200 (`docs/gpu-notes.md`): on the 2D
-///    Laplacian (5 per row) the scalar kernel is faster than the vector kernel with 4
-///    threads per row, while one long row among short ones stalls a whole warp of the scalar
-///    kernel (rajat01, hangGlider_2 in `anchors.md`), so skewed matrices keep the vector
-///    kernel.
+/// Measured on the H200 (f64, `docs/gpu-notes.md`); first match wins:
+///
+/// 1. **Short, even rows: scalar.** Mean row length below [`SpmvPlan::SCALAR_MAX_MEAN`] (8)
+///    and no row longer than [`SpmvPlan::SCALAR_MAX_ROW`] (64): one thread per row. On the
+///    2D Laplacian (5 per row) it takes 84.7 µs against 101 µs with 2 and 127.5 µs with 4
+///    threads per row. The row bound keeps one long row from stalling a warp.
+/// 2. **Skewed rows: a full warp per row.** Longest row at least [`SpmvPlan::SKEW_MIN_ROW`]
+///    (256) and at least [`SpmvPlan::SKEW_RATIO`] (32) times the mean: the longest rows set
+///    the time, so they get the most threads (warp size, at most 32). On `powerlaw_1M`
+///    (mean 12.8, max 19825) 32 threads per row take 565 µs against 1312 µs with 8.
+/// 3. **Otherwise: the design rule, capped at [`SpmvPlan::VECTOR_MAX_THREADS`] (8).** The
+///    largest power of two not above the mean row length, clamped to 2..=8
+///    ([`SpmvPlan::design_threads_per_row`] gives the uncapped design value). Eight threads
+///    per row were the fastest (or within 2%) at every mean length from 8 to 1000: 108.9 µs
+///    on `stencil27_100^3` (16 threads: 133.3 µs, 32: 199.3 µs) and 123.2 µs on
+///    `longrows_20k` (32 threads: 133.5 µs), because more, shorter sub-warps keep more
+///    independent loads in flight and reduce with fewer shuffles.
 ///
 /// A [`DeviceEll`](super::DeviceEll) always runs the ELL kernel; [`SpmvPlan::explain`]
-/// says when ELL would pad little and is worth uploading instead.
+/// says when ELL would pad little and is worth uploading instead (it reaches the memory
+/// limit on uniform rows).
 ///
 /// # Example
 ///
@@ -125,7 +134,7 @@ impl fmt::Display for KernelChoice {
 /// let lap = spgpu::gen::laplacian_2d::<f64>(50).row_stats(); // 5 per row
 /// assert_eq!(SpmvPlan::from_stats(&lap, 32).kernel(), SpmvKernel::Scalar);
 /// let st = spgpu::gen::laplacian_3d_27pt::<f64>(10).row_stats(); // up to 27 per row
-/// assert_eq!(SpmvPlan::from_stats(&st, 32).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+/// assert_eq!(SpmvPlan::from_stats(&st, 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
 /// println!("{}", SpmvPlan::from_stats(&st, 32).explain());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +154,13 @@ impl SpmvPlan {
     pub const SCALAR_MAX_MEAN: f64 = 8.0;
     /// The scalar kernel runs only when no row is longer than this.
     pub const SCALAR_MAX_ROW: usize = 64;
+    /// The auto plan's vector kernel uses at most this many threads per row, except for
+    /// skewed rows.
+    pub const VECTOR_MAX_THREADS: u32 = 8;
+    /// Rows are skewed when the longest is at least this many times the mean...
+    pub const SKEW_RATIO: f64 = 32.0;
+    /// ...and has at least this many entries.
+    pub const SKEW_MIN_ROW: usize = 256;
     /// ELL is recommended when it stores at most this many slots per stored entry.
     pub const ELL_MAX_PADDING: f64 = 1.25;
 
@@ -166,6 +182,7 @@ impl SpmvPlan {
         let design = Self::design_threads_per_row(stats.mean, warp_size);
         let (kernel, reason) = match choice {
             KernelChoice::Auto => {
+                let cap = warp_size.clamp(2, 32);
                 if stats.mean < Self::SCALAR_MAX_MEAN && stats.max <= Self::SCALAR_MAX_ROW {
                     (
                         SpmvKernel::Scalar,
@@ -177,7 +194,20 @@ impl SpmvPlan {
                             Self::SCALAR_MAX_ROW
                         ),
                     )
+                } else if stats.max >= Self::SKEW_MIN_ROW && stats.max as f64 >= Self::SKEW_RATIO * stats.mean.max(1.0)
+                {
+                    (
+                        SpmvKernel::Vector { threads_per_row: cap },
+                        format!(
+                            "rows are skewed (max {} >= {} x mean {:.2}): the longest rows set the time, so {cap} \
+                             threads (a warp) per row",
+                            stats.max,
+                            Self::SKEW_RATIO,
+                            stats.mean
+                        ),
+                    )
                 } else {
+                    let tpr = design.min(Self::VECTOR_MAX_THREADS).min(cap);
                     let why = if stats.mean < Self::SCALAR_MAX_MEAN {
                         format!(
                             "rows are short on average (mean {:.2}) but the longest has {} entries (> {}), which \
@@ -190,10 +220,11 @@ impl SpmvPlan {
                         format!("mean row length {:.2} >= {}", stats.mean, Self::SCALAR_MAX_MEAN)
                     };
                     (
-                        SpmvKernel::Vector { threads_per_row: design },
+                        SpmvKernel::Vector { threads_per_row: tpr },
                         format!(
-                            "{why}: {design} threads per row (largest power of two <= the mean, clamped to 2..={})",
-                            warp_size.min(32)
+                            "{why}: {tpr} threads per row (largest power of two <= the mean, clamped to 2..={}, \
+                             measured fastest on the H200)",
+                            Self::VECTOR_MAX_THREADS.min(cap)
                         ),
                     )
                 }
@@ -335,18 +366,31 @@ mod tests {
     #[test]
     fn one_long_row_keeps_the_vector_kernel() {
         let mut l = vec![3; 1000];
-        l[7] = 1500;
+        l[7] = 150;
         let p = SpmvPlan::from_stats(&stats(&l), 32);
-        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 4 });
+        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 2 });
         assert!(p.explain().contains("longest"), "{}", p.explain());
     }
 
     #[test]
-    fn vector_threads_follow_the_mean_and_the_warp() {
-        assert_eq!(SpmvPlan::from_stats(&stats(&[27; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 16).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+    fn skewed_rows_get_a_warp() {
+        let mut l = vec![3; 1000];
+        l[7] = 1500;
+        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+        assert!(p.explain().contains("skewed"), "{}", p.explain());
+        // long but uniform rows are not skewed
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+    }
+
+    #[test]
+    fn vector_threads_follow_the_mean_up_to_eight() {
+        assert_eq!(SpmvPlan::from_stats(&stats(&[27; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
         assert_eq!(SpmvPlan::from_stats(&stats(&[8; 10]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 4).kernel(), SpmvKernel::Vector { threads_per_row: 4 });
+        let mut l = vec![5; 100];
+        l[0] = 100; // max > 64: not scalar, not skewed
+        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 4 });
     }
 
     #[test]
