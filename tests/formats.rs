@@ -287,3 +287,25 @@ fn row_stats_histogram_classes() {
     assert!(text.contains("16384-32767 |"), "{text}");
     assert!(!text.contains("32-63"), "empty classes are not printed: {text}");
 }
+
+#[test]
+fn unchecked_constructor_still_asserts_the_cheap_conditions() {
+    let cases: Vec<(usize, Vec<u32>, Vec<u32>, Vec<f64>)> = vec![
+        (2, vec![0, 1], vec![0], vec![1.0]),               // offsets too short
+        (1, vec![1, 1], vec![0], vec![1.0]),               // first offset not 0
+        (1, vec![0, 2], vec![0], vec![1.0]),               // last offset not nnz
+        (1, vec![0, 1], vec![0], vec![1.0, 2.0]),          // lengths differ
+        (spgpu::INDEX_LIMIT + 1, vec![0], vec![], vec![]), // too many rows
+    ];
+    for (nrows, offsets, cols, vals) in cases {
+        let r = std::panic::catch_unwind(|| {
+            // SAFETY: every case breaks an O(1) condition, which the constructor asserts
+            // before it builds anything.
+            unsafe { CsrMatrix::from_parts_unchecked(nrows, 4, offsets, cols, vals) }
+        });
+        assert!(r.is_err(), "nrows {nrows}: expected a panic");
+    }
+    // SAFETY: a valid 1 x 4 matrix with one entry.
+    let ok = unsafe { CsrMatrix::from_parts_unchecked(1, 4, vec![0, 1], vec![3], vec![2.0]) };
+    assert_eq!(ok.get(0, 3), Some(2.0));
+}

@@ -6,6 +6,19 @@
 //! satisfies the invariants its documentation lists, so the GPU kernels that read it need
 //! no bounds checks. A violated invariant is a [`FormatError`] that names it, with the row
 //! or index at fault.
+//!
+//! Ways in and between the formats:
+//!
+//! | from | to | how | can fail |
+//! |---|---|---|---|
+//! | arrays | [`CsrMatrix`] | [`CsrMatrix::try_from_parts`] (checked), `from_parts_unchecked` (`unsafe`) | yes |
+//! | triplets | [`CooMatrix`] | [`CooMatrix::try_from_triplets`], [`CooMatrix::push`] | yes |
+//! | [`CooMatrix`] | [`CsrMatrix`] | [`CooMatrix::to_csr`], `From` (sorts, sums duplicates) | no |
+//! | [`CsrMatrix`] | [`CooMatrix`] | `From` | no |
+//! | [`CsrMatrix`] | [`EllMatrix`] | [`EllMatrix::try_from_csr`], `_with_limit`, `TryFrom` (padding limit) | yes |
+//! | [`EllMatrix`] | [`CsrMatrix`] | [`EllMatrix::to_csr`], `From` | no |
+//!
+//! Conversions to and from sprs and nalgebra-sparse are in [`interop`](crate::interop).
 
 mod coo;
 mod csr;
@@ -110,7 +123,9 @@ pub enum FormatError {
     /// ([`INDEX_LIMIT`]).
     #[error("{what} is {value}, more than the limit of {limit} imposed by 32-bit GPU indices")]
     TooLarge {
-        /// Which quantity: "rows", "columns" or "stored entries".
+        /// Which quantity: `"rows"`, `"columns"`, `"stored entries"`, `"ELL slots"` (the
+        /// `width * nrows` slots of an [`EllMatrix`]) or, for a generated matrix refused
+        /// before it is drawn, `"stored entries (expected)"`.
         what: &'static str,
         /// Its value.
         value: usize,
