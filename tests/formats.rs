@@ -290,7 +290,9 @@ fn row_stats_histogram_classes() {
 
 #[test]
 fn unchecked_constructor_still_asserts_the_cheap_conditions() {
-    let cases: Vec<(usize, Vec<u32>, Vec<u32>, Vec<f64>)> = vec![
+    /// `(nrows, row_offsets, col_indices, values)` of a 4-column matrix.
+    type Parts = (usize, Vec<u32>, Vec<u32>, Vec<f64>);
+    let cases: Vec<Parts> = vec![
         (2, vec![0, 1], vec![0], vec![1.0]),               // offsets too short
         (1, vec![1, 1], vec![0], vec![1.0]),               // first offset not 0
         (1, vec![0, 2], vec![0], vec![1.0]),               // last offset not nnz
