@@ -329,6 +329,7 @@ fn bench_matrix<T: CpuScalar>(
     let csr_bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
     let mut d_a = DeviceCsr::upload(ctx, a)?;
     info.plan = d_a.plan().kernel().to_string();
+    info.plan_explain = d_a.plan().explain();
     let mut x = DeviceVector::<T>::zeros(ctx, a.ncols())?;
     let mut y = DeviceVector::<T>::zeros(ctx, a.nrows())?;
     let mut choices = vec![KernelChoice::Auto, KernelChoice::Scalar];

@@ -47,8 +47,10 @@ pub struct MatrixInfo {
     pub std_row: f64,
     /// Rows with no entries.
     pub empty_rows: usize,
-    /// The plan's choice of kernel, as the plan explains it.
+    /// The plan's choice of kernel.
     pub plan: String,
+    /// The plan's explanation of its choice ([`spgpu::gpu::SpmvPlan::explain`]).
+    pub plan_explain: String,
     /// Why the matrix was skipped, when it was (then no measurement refers to it).
     pub skipped: Option<String>,
 }
@@ -286,7 +288,8 @@ pub fn to_json(r: &Report) -> String {
         .map(|m| {
             format!(
                 "    {{\"name\": {}, \"source\": {}, \"rows\": {}, \"cols\": {}, \"nnz\": {}, \"mean_row\": {}, \
-                 \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"skipped\": {}}}",
+                 \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"plan_explain\": {}, \
+                 \"skipped\": {}}}",
                 json_str(&m.name),
                 json_str(&m.source),
                 m.rows,
@@ -297,6 +300,7 @@ pub fn to_json(r: &Report) -> String {
                 json_num(m.std_row),
                 m.empty_rows,
                 json_str(&m.plan),
+                json_str(&m.plan_explain),
                 m.skipped.as_deref().map_or_else(|| "null".into(), json_str)
             )
         })
