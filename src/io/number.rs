@@ -122,28 +122,29 @@ fn is_special(s: &[u8]) -> bool {
     t.first().is_some_and(|c| c.is_ascii_alphabetic())
 }
 
+/// Tokens longer than this skip the fast path: with more than 15 significant digits they
+/// rarely fit it (a full-precision `f64` has 16 or 17), and the standard parser is faster
+/// than scanning twice.
+const FAST_PATH_MAX_LEN: usize = 17;
+
 /// Parses a float token as `f64`, exactly as `str::parse::<f64>` would.
 ///
 /// Accepts decimal notation and `inf`, `infinity`, `nan` (any case, optional sign). A finite
 /// decimal that overflows to infinity is [`NumError::Range`].
 #[inline]
 pub(crate) fn parse_f64(s: &[u8]) -> Result<f64, NumError> {
-    match scan_decimal(s) {
-        Some(d) => {
+    if s.len() <= FAST_PATH_MAX_LEN {
+        if let Some(d) = scan_decimal(s) {
             if !d.truncated && d.mantissa <= (1u64 << 53) && (-22..=22).contains(&d.exp10) {
                 let m = d.mantissa as f64;
                 let v = if d.exp10 < 0 { m / POW10_F64[(-d.exp10) as usize] } else { m * POW10_F64[d.exp10 as usize] };
                 return Ok(if d.neg { -v } else { v });
             }
-            let v = slow_parse::<f64>(s)?;
-            if v.is_infinite() {
-                Err(NumError::Range)
-            } else {
-                Ok(v)
-            }
         }
-        None if is_special(s) => slow_parse::<f64>(s),
-        None => Err(NumError::Syntax),
+    }
+    match std_parse::<f64>(s)? {
+        v if v.is_infinite() && !is_special(s) => Err(NumError::Range),
+        v => Ok(v),
     }
 }
 
@@ -151,29 +152,31 @@ pub(crate) fn parse_f64(s: &[u8]) -> Result<f64, NumError> {
 /// two: never through `f64`).
 #[inline]
 pub(crate) fn parse_f32(s: &[u8]) -> Result<f32, NumError> {
-    match scan_decimal(s) {
-        Some(d) => {
+    if s.len() <= FAST_PATH_MAX_LEN {
+        if let Some(d) = scan_decimal(s) {
             if !d.truncated && d.mantissa <= (1u64 << 24) && (-10..=10).contains(&d.exp10) {
                 let m = d.mantissa as f32;
                 let v = if d.exp10 < 0 { m / POW10_F32[(-d.exp10) as usize] } else { m * POW10_F32[d.exp10 as usize] };
                 return Ok(if d.neg { -v } else { v });
             }
-            let v = slow_parse::<f32>(s)?;
-            if v.is_infinite() {
-                Err(NumError::Range)
-            } else {
-                Ok(v)
-            }
         }
-        None if is_special(s) => slow_parse::<f32>(s),
-        None => Err(NumError::Syntax),
+    }
+    match std_parse::<f32>(s)? {
+        v if v.is_infinite() && !is_special(s) => Err(NumError::Range),
+        v => Ok(v),
     }
 }
 
-/// The standard library's correctly rounded parser.
-#[cold]
-fn slow_parse<F: std::str::FromStr>(s: &[u8]) -> Result<F, NumError> {
-    std::str::from_utf8(s).ok().and_then(|t| t.parse::<F>().ok()).ok_or(NumError::Syntax)
+/// The standard library's correctly rounded parser (same grammar as [`scan_decimal`] plus
+/// `inf`, `infinity`, `nan`).
+#[inline]
+fn std_parse<F: std::str::FromStr>(s: &[u8]) -> Result<F, NumError> {
+    if !s.is_ascii() {
+        return Err(NumError::Syntax);
+    }
+    // SAFETY: ASCII bytes are valid UTF-8.
+    let t = unsafe { std::str::from_utf8_unchecked(s) };
+    t.parse::<F>().map_err(|_| NumError::Syntax)
 }
 
 /// Parses an `integer` field value: `[+-] digits`, within `i64`.

@@ -224,6 +224,35 @@ fn is_blank(c: u8) -> bool {
     c == b' ' || c == b'\t' || c == b'\r'
 }
 
+/// Whether `c` ends a token: a space, a tab, a line end, or any other ASCII control
+/// character (which then fails as unexpected text).
+#[inline]
+fn is_delim(c: u8) -> bool {
+    c <= b' '
+}
+
+/// The position of the first byte at or after `pos` that ends a token ([`is_delim`]), or
+/// `buf.len()`; eight bytes at a time.
+#[inline]
+fn token_end(buf: &[u8], mut pos: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while pos + 8 <= buf.len() {
+        let w = u64::from_le_bytes(buf[pos..pos + 8].try_into().expect("8 bytes"));
+        // High bit of each byte below 0x21 (exact for the lowest such byte; bytes with the
+        // high bit set never match).
+        let m = w.wrapping_sub(ONES * 0x21) & !w & HIGH;
+        if m != 0 {
+            return pos + (m.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while pos < buf.len() && !is_delim(buf[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
 /// Parses the entry lines of `buf` (whole lines), stopping at the first error or before
 /// entry number `limit + 1` (a [`K::TooManyEntries`] error).
 fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
@@ -255,35 +284,61 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
                 pos += 1;
             }
             let s = pos;
-            while pos < n && !is_blank(buf[pos]) && buf[pos] != b'\n' {
-                pos += 1;
-            }
+            pos = token_end(buf, pos);
             if s == pos {
                 fail!(K::BadEntry, "missing {}", $what);
             }
             &buf[s..pos]
         }};
     }
+    // A row or column index, digits accumulated as they are scanned; anything unusual (no
+    // digits, more than 19, a sign or a letter) takes the slow path that classifies it.
     macro_rules! index {
-        ($tok:expr, $dim:expr, $what:expr) => {{
-            let tok: &[u8] = $tok;
-            match parse_u64(tok) {
-                Ok(v) if v >= 1 && v <= $dim => (v - 1) as u32,
-                Ok(v) => fail!(K::IndexOutOfRange, "{} index {} is outside 1..={}", $what, v, $dim),
-                Err(NumError::Range) => fail!(
-                    K::IndexOutOfRange,
-                    "{} index {} is outside 1..={}",
-                    $what,
-                    String::from_utf8_lossy(tok),
-                    $dim
-                ),
-                Err(NumError::Syntax) if tok.len() > 1 && tok[0] == b'-' && tok[1..].iter().all(u8::is_ascii_digit) => {
-                    fail!(K::IndexOutOfRange, "{} index {} is negative", $what, String::from_utf8_lossy(tok))
-                }
-                Err(NumError::Syntax) => {
-                    fail!(K::BadNumber, "{} index '{}' is not a whole number", $what, String::from_utf8_lossy(tok))
-                }
+        ($dim:expr, $what:expr) => {{
+            while pos < n && is_blank(buf[pos]) {
+                pos += 1;
             }
+            let s = pos;
+            let mut v: u64 = 0;
+            while pos < n {
+                let d = buf[pos].wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v.wrapping_mul(10).wrapping_add(d as u64);
+                pos += 1;
+            }
+            let v = if pos == s || pos - s > 19 || (pos < n && !is_delim(buf[pos])) {
+                while pos < n && !is_delim(buf[pos]) {
+                    pos += 1;
+                }
+                let tok = &buf[s..pos];
+                match parse_u64(tok) {
+                    _ if tok.is_empty() => fail!(K::BadEntry, "missing {} index", $what),
+                    Ok(v) => v,
+                    Err(NumError::Range) => fail!(
+                        K::IndexOutOfRange,
+                        "{} index {} is outside 1..={}",
+                        $what,
+                        String::from_utf8_lossy(tok),
+                        $dim
+                    ),
+                    Err(NumError::Syntax)
+                        if tok.len() > 1 && tok[0] == b'-' && tok[1..].iter().all(u8::is_ascii_digit) =>
+                    {
+                        fail!(K::IndexOutOfRange, "{} index {} is negative", $what, String::from_utf8_lossy(tok))
+                    }
+                    Err(NumError::Syntax) => {
+                        fail!(K::BadNumber, "{} index '{}' is not a whole number", $what, String::from_utf8_lossy(tok))
+                    }
+                }
+            } else {
+                v
+            };
+            if v == 0 || v > $dim {
+                fail!(K::IndexOutOfRange, "{} index {} is outside 1..={}", $what, v, $dim);
+            }
+            (v - 1) as u32
         }};
     }
     while pos < n {
@@ -324,10 +379,10 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
         let mut r = 0u32;
         let mut c = 0u32;
         if lay.indices >= 1 {
-            r = index!(token!("row index"), lay.nrows, "row");
+            r = index!(lay.nrows, "row");
         }
         if lay.indices == 2 {
-            c = index!(token!("column index"), lay.ncols, "column");
+            c = index!(lay.ncols, "column");
         }
         let v = match lay.field {
             MmField::Pattern => T::ONE,
