@@ -6,14 +6,23 @@ use proptest::prelude::*;
 use spgpu::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use spgpu::{CooMatrix, CsrMatrix, EllMatrix, FormatError, RowStats, ELL_PADDING};
 
-/// A random small COO matrix as `(nrows, ncols, triplets)`; values are small integers so that
+/// A random small COO matrix as `(nrows, ncols, triplets)` (empty rows, duplicates, now and
+/// then one full row); values are small integers so that
 /// sums of duplicates are exact.
 fn triplets() -> impl Strategy<Value = (usize, usize, Vec<(u32, u32, i8)>)> {
     (0usize..=8, 0usize..=8).prop_flat_map(|(r, c)| {
         let t = if r == 0 || c == 0 {
             Just(Vec::new()).boxed()
         } else {
-            prop::collection::vec((0..r as u32, 0..c as u32, -4i8..=4), 0..=24).boxed()
+            (prop::collection::vec((0..r as u32, 0..c as u32, -4i8..=4), 0..=24), prop::option::of(0..r as u32))
+                .prop_map(move |(mut t, long)| {
+                    // Sometimes one long row: every column of row `long` stored.
+                    if let Some(i) = long {
+                        t.extend((0..c as u32).map(|j| (i, j, 1)));
+                    }
+                    t
+                })
+                .boxed()
         };
         (Just(r), Just(c), t)
     })

@@ -13,7 +13,15 @@ fn problem() -> impl Strategy<Value = (CsrMatrix<f64>, Vec<f64>, Vec<f64>)> {
             let t = if r == 0 || c == 0 {
                 Just(Vec::new()).boxed()
             } else {
-                prop::collection::vec((0..r as u32, 0..c as u32, -4i8..=4), 0..=24).boxed()
+                (prop::collection::vec((0..r as u32, 0..c as u32, -4i8..=4), 0..=24), prop::option::of(0..r as u32))
+                    .prop_map(move |(mut t, long)| {
+                        // Sometimes one long row: every column of row `long` stored.
+                        if let Some(i) = long {
+                            t.extend((0..c as u32).map(|j| (i, j, 1)));
+                        }
+                        t
+                    })
+                    .boxed()
             };
             (Just(r), Just(c), t, prop::collection::vec(-3i8..=3, c), prop::collection::vec(-3i8..=3, r))
         })
