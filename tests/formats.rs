@@ -7,8 +7,7 @@ use spgpu::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use spgpu::{CooMatrix, CsrMatrix, EllMatrix, FormatError, RowStats, ELL_PADDING};
 
 /// A random small COO matrix as `(nrows, ncols, triplets)` (empty rows, duplicates, now and
-/// then one full row); values are small integers so that
-/// sums of duplicates are exact.
+/// then one full row); values are small integers so that sums of duplicates are exact.
 fn triplets() -> impl Strategy<Value = (usize, usize, Vec<(u32, u32, i8)>)> {
     (0usize..=8, 0usize..=8).prop_flat_map(|(r, c)| {
         let t = if r == 0 || c == 0 {
@@ -319,4 +318,14 @@ fn unchecked_constructor_still_asserts_the_cheap_conditions() {
     // SAFETY: a valid 1 x 4 matrix with one entry.
     let ok = unsafe { CsrMatrix::from_parts_unchecked(1, 4, vec![0, 1], vec![3], vec![2.0]) };
     assert_eq!(ok.get(0, 3), Some(2.0));
+}
+
+#[test]
+fn row_stats_std_dev_has_no_cancellation() {
+    // Mean 1e9, standard deviation exactly 1: in f64, sum_sq / n - mean^2 loses it all.
+    let s = RowStats::from_lengths([1_000_000_001usize, 999_999_999].repeat(1000), 5);
+    assert_eq!(s.mean, 1e9);
+    assert_eq!(s.std_dev, 1.0);
+    let s = RowStats::from_lengths([3usize, 3, 3], 5);
+    assert_eq!(s.std_dev, 0.0);
 }

@@ -51,14 +51,17 @@ impl RowStats {
     /// Computes the statistics from an iterator over row lengths.
     pub fn from_lengths(lengths: impl IntoIterator<Item = usize>, ncols: usize) -> Self {
         let (mut nrows, mut nnz, mut min, mut max, mut empty) = (0usize, 0usize, usize::MAX, 0usize, 0usize);
-        let mut sum_sq = 0f64;
+        // Exact integer sums, so the variance has no cancellation error (lengths and counts
+        // are at most 2^31 in a valid matrix; u128 holds n * sum of squares up to 2^124).
+        let (mut sum, mut sum_sq) = (0u128, 0u128);
         let mut histogram = Vec::new();
         for len in lengths {
             nrows += 1;
-            nnz += len;
+            nnz = nnz.saturating_add(len);
             min = min.min(len);
             max = max.max(len);
-            sum_sq += (len as f64) * (len as f64);
+            sum += len as u128;
+            sum_sq = sum_sq.saturating_add((len as u128) * (len as u128));
             if len == 0 {
                 empty += 1;
             }
@@ -69,7 +72,13 @@ impl RowStats {
             histogram[class] += 1;
         }
         let mean = if nrows == 0 { 0.0 } else { nnz as f64 / nrows as f64 };
-        let var = if nrows == 0 { 0.0 } else { (sum_sq / nrows as f64 - mean * mean).max(0.0) };
+        // var = (n * sum_sq - sum^2) / n^2, the numerator computed exactly.
+        let n = nrows as u128;
+        let var = if nrows == 0 {
+            0.0
+        } else {
+            n.saturating_mul(sum_sq).saturating_sub(sum.saturating_mul(sum)) as f64 / (nrows as f64 * nrows as f64)
+        };
         RowStats {
             nrows,
             ncols,
