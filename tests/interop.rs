@@ -202,3 +202,35 @@ fn sprs_csc_to_csr_is_the_same_matrix() {
     assert_eq!((a.nrows(), a.ncols()), (2, 3));
     assert_eq!(a.to_dense(), vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]);
 }
+
+#[test]
+fn sprs_views_and_borrowed_matrices_are_copied() {
+    let a = spgpu::gen::laplacian_2d::<f64>(4); // 16 x 16
+    let s: CsMatI<f64, u32> = a.clone().into();
+    assert_eq!(CsrMatrix::try_from(&s), Ok(a.clone()));
+    assert_eq!(CsrMatrix::try_from(s.view()), Ok(a.clone()));
+    let su: CsMat<f64> = a.clone().into();
+    assert_eq!(CsrMatrix::try_from(&su), Ok(a.clone()));
+    assert_eq!(CsrMatrix::try_from(su.view()), Ok(a.clone()));
+    // Rows 5..9: a view whose offsets start past 0.
+    let rows_of = |b: &CsrMatrix<f64>| {
+        assert_eq!((b.nrows(), b.ncols()), (4, 16));
+        for i in 0..4 {
+            assert_eq!(b.row(i), a.row(5 + i));
+        }
+    };
+    rows_of(&CsrMatrix::try_from(s.slice_outer(5..9)).unwrap());
+    rows_of(&CsrMatrix::try_from(su.slice_outer(5..9)).unwrap());
+    // Columns 2..5 of a CSC matrix: a 16 x 3 matrix.
+    let csc = su.to_csc();
+    assert_eq!(CsrMatrix::try_from(csc.view()), Ok(a.clone()));
+    let c = CsrMatrix::try_from(csc.slice_outer(2..5)).unwrap();
+    assert_eq!((c.nrows(), c.ncols()), (16, 3));
+    for i in 0..16 {
+        for j in 0..3 {
+            assert_eq!(c.get(i, j), a.get(i, j + 2), "({i}, {j})");
+        }
+    }
+    let csc32 = s.to_csc();
+    assert_eq!(CsrMatrix::try_from(&csc32), Ok(a));
+}

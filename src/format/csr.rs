@@ -68,14 +68,14 @@ impl<T: Scalar> CsrMatrix<T> {
         Ok(CsrMatrix { nrows, ncols, row_offsets, col_indices, values })
     }
 
-    /// Like [`try_from_parts`](Self::try_from_parts) for `usize` offsets and indices (as
-    /// sprs' `CsMat` and nalgebra-sparse store them): validates them as they are, then
-    /// narrows them to `u32` (a copy); the values move.
-    pub(crate) fn try_from_usize_parts(
+    /// Like [`try_from_parts`](Self::try_from_parts) for borrowed offsets and indices of
+    /// another type (`usize`, as sprs' `CsMat` and nalgebra-sparse store them, or `u32`):
+    /// validates them as they are, then narrows them to `u32` (a copy); the values move.
+    pub(crate) fn try_from_index_parts<O: super::IndexValue, I: super::IndexValue>(
         nrows: usize,
         ncols: usize,
-        row_offsets: &[usize],
-        col_indices: &[usize],
+        row_offsets: &[O],
+        col_indices: &[I],
         values: Vec<T>,
     ) -> Result<Self, FormatError> {
         super::validate_csr(nrows, ncols, row_offsets, col_indices, values.len())?;

@@ -258,10 +258,10 @@ pub(crate) fn validate_coo<I: IndexValue>(
     Ok(())
 }
 
-/// Narrows indices already checked against [`INDEX_LIMIT`] to the 32-bit type.
-pub(crate) fn narrow(v: &[usize]) -> Vec<u32> {
-    debug_assert!(v.iter().all(|&i| i <= INDEX_LIMIT));
-    v.iter().map(|&i| i as u32).collect()
+/// Narrows (or copies) indices already checked against [`INDEX_LIMIT`] to the 32-bit type.
+pub(crate) fn narrow<I: IndexValue>(v: &[I]) -> Vec<u32> {
+    debug_assert!(v.iter().all(|&i| i.index() <= INDEX_LIMIT));
+    v.iter().map(|&i| i.index() as u32).collect()
 }
 
 /// Checks that a count fits the GPU index type.

@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `sprs::CsMatI<T, u32>`, CSR storage | [`CsrMatrix`](crate::CsrMatrix): moves all three arrays | moves all three arrays |
 //! | `sprs::CsMatI<T, u32>`, CSC storage | [`CsrMatrix`](crate::CsrMatrix): moves, then transposes (a new matrix) | (out of spgpu: CSR storage) |
+//! | `&sprs::CsMatI<T, u32>`, `&sprs::CsMat<T>`, and views (`CsMatViewI<T, u32>`, `CsMatView<T>`, for example from `slice_outer`) | [`CsrMatrix`](crate::CsrMatrix): copies (CSC: transposes) | — |
 //! | `sprs::CsMat<T>` (`usize`), CSR or CSC | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (CSC: transposes) | copies indices, moves values |
 //! | `sprs::TriMatI<T, u32>` | [`CooMatrix`](crate::CooMatrix): copies (a `TriMat` cannot be taken apart) | moves all three arrays |
 //! | `sprs::TriMat<T>` (`usize`) | [`CooMatrix`](crate::CooMatrix): copies | copies indices, moves values |

@@ -21,7 +21,7 @@ impl<T: Scalar> TryFrom<na::CsrMatrix<T>> for CsrMatrix<T> {
     fn try_from(m: na::CsrMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (offsets, indices, values) = m.disassemble();
-        CsrMatrix::try_from_usize_parts(nrows, ncols, &offsets, &indices, values)
+        CsrMatrix::try_from_index_parts(nrows, ncols, &offsets, &indices, values)
     }
 }
 
@@ -35,7 +35,7 @@ impl<T: Scalar> TryFrom<&na::CsrMatrix<T>> for CsrMatrix<T> {
     /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &na::CsrMatrix<T>) -> Result<Self, FormatError> {
         let (offsets, indices, values) = m.csr_data();
-        CsrMatrix::try_from_usize_parts(m.nrows(), m.ncols(), offsets, indices, values.to_vec())
+        CsrMatrix::try_from_index_parts(m.nrows(), m.ncols(), offsets, indices, values.to_vec())
     }
 }
 
@@ -52,7 +52,7 @@ impl<T: Scalar> TryFrom<na::CscMatrix<T>> for CsrMatrix<T> {
     fn try_from(m: na::CscMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (offsets, indices, values) = m.disassemble();
-        let t = CsrMatrix::try_from_usize_parts(ncols, nrows, &offsets, &indices, values).map_err(super::csc_error)?;
+        let t = CsrMatrix::try_from_index_parts(ncols, nrows, &offsets, &indices, values).map_err(super::csc_error)?;
         Ok(t.transpose())
     }
 }

@@ -1,8 +1,9 @@
 //! Conversions to and from [`sprs`](::sprs): `CsMatI<T, u32>` (zero-copy), `CsMat<T>`,
 //! `TriMatI<T, u32>` and `TriMat<T>`.
 
+use crate::format::IndexValue;
 use crate::{CooMatrix, CsrMatrix, FormatError, Scalar};
-use ::sprs::{CompressedStorage, CsMat, CsMatI, TriMat, TriMatI};
+use ::sprs::{CompressedStorage, CsMat, CsMatI, CsMatView, CsMatViewI, TriMat, TriMatI};
 
 /// sprs allows an owned matrix whose `indptr` does not start at 0 (its entries then start at
 /// `indptr[0]`); spgpu's offsets always do. Rebases such offsets in place. Offsets below the
@@ -76,7 +77,7 @@ impl<T: Scalar> TryFrom<CsMat<T>> for CsrMatrix<T> {
         let (nrows, ncols) = csr_shape(storage, m.rows(), m.cols());
         let (mut offsets, indices, values) = m.into_raw_storage();
         rebase(&mut offsets);
-        let a = CsrMatrix::try_from_usize_parts(nrows, ncols, &offsets, &indices, values).map_err(|e| {
+        let a = CsrMatrix::try_from_index_parts(nrows, ncols, &offsets, &indices, values).map_err(|e| {
             if storage == CompressedStorage::CSC {
                 super::csc_error(e)
             } else {
@@ -87,6 +88,84 @@ impl<T: Scalar> TryFrom<CsMat<T>> for CsrMatrix<T> {
             CompressedStorage::CSR => a,
             CompressedStorage::CSC => a.transpose(),
         })
+    }
+}
+
+/// Copies a borrowed sprs matrix (or a view, whose offsets may start past 0): the offsets
+/// are rebased, everything is validated, CSC storage is transposed.
+fn from_view<T: Scalar, I: IndexValue + ::sprs::SpIndex + std::ops::SubAssign>(
+    m: CsMatViewI<'_, T, I>,
+) -> Result<CsrMatrix<T>, FormatError> {
+    let storage = m.storage();
+    let (nrows, ncols) = csr_shape(storage, m.rows(), m.cols());
+    let indptr = m.indptr();
+    let mut offsets = indptr.raw_storage().to_vec();
+    rebase(&mut offsets);
+    let a = CsrMatrix::try_from_index_parts(nrows, ncols, &offsets, m.indices(), m.data().to_vec()).map_err(|e| {
+        if storage == CompressedStorage::CSC {
+            super::csc_error(e)
+        } else {
+            e
+        }
+    })?;
+    Ok(match storage {
+        CompressedStorage::CSR => a,
+        CompressedStorage::CSC => a.transpose(),
+    })
+}
+
+impl<T: Scalar> TryFrom<CsMatViewI<'_, T, u32>> for CsrMatrix<T> {
+    type Error = FormatError;
+
+    /// Copies an sprs view with `u32` indices (for example rows `i..i + k` taken with
+    /// `slice_outer`); CSC storage is transposed. Every invariant is checked.
+    ///
+    /// # Errors
+    ///
+    /// The [`FormatError`] of the first broken invariant (see [`CsrMatrix::try_from_parts`]).
+    fn try_from(m: CsMatViewI<'_, T, u32>) -> Result<Self, FormatError> {
+        from_view(m)
+    }
+}
+
+impl<T: Scalar> TryFrom<&CsMatI<T, u32>> for CsrMatrix<T> {
+    type Error = FormatError;
+
+    /// Copies a borrowed sprs matrix with `u32` indices (to move instead, convert the matrix
+    /// itself).
+    ///
+    /// # Errors
+    ///
+    /// The [`FormatError`] of the first broken invariant (see [`CsrMatrix::try_from_parts`]).
+    fn try_from(m: &CsMatI<T, u32>) -> Result<Self, FormatError> {
+        from_view(m.view())
+    }
+}
+
+impl<T: Scalar> TryFrom<CsMatView<'_, T>> for CsrMatrix<T> {
+    type Error = FormatError;
+
+    /// Copies an sprs view with `usize` indices, narrowing them to `u32`; CSC storage is
+    /// transposed. Every invariant is checked.
+    ///
+    /// # Errors
+    ///
+    /// The [`FormatError`] of the first broken invariant (see [`CsrMatrix::try_from_parts`]).
+    fn try_from(m: CsMatView<'_, T>) -> Result<Self, FormatError> {
+        from_view(m)
+    }
+}
+
+impl<T: Scalar> TryFrom<&CsMat<T>> for CsrMatrix<T> {
+    type Error = FormatError;
+
+    /// Copies a borrowed sprs matrix with `usize` indices, narrowing them to `u32`.
+    ///
+    /// # Errors
+    ///
+    /// The [`FormatError`] of the first broken invariant (see [`CsrMatrix::try_from_parts`]).
+    fn try_from(m: &CsMat<T>) -> Result<Self, FormatError> {
+        from_view(m.view())
     }
 }
 
