@@ -70,6 +70,7 @@ proptest! {
         }
         prop_assert_eq!(CsrMatrix::try_from(&n), Ok(a.clone()));
         let csc = na::CscMatrix::from(&n);
+        prop_assert_eq!(CsrMatrix::try_from(&csc), Ok(a.clone()));
         prop_assert_eq!(CsrMatrix::try_from(csc), Ok(a.clone()));
         prop_assert_eq!(CsrMatrix::try_from(n), Ok(a));
     }
@@ -103,6 +104,7 @@ proptest! {
         prop_assert_eq!(n.nnz(), m.nnz());
         let n_csr = na::CsrMatrix::from(&n);
         prop_assert_eq!(CsrMatrix::try_from(n_csr), Ok(m.to_csr()));
+        prop_assert_eq!(CooMatrix::try_from(&n), Ok(m.clone()));
         prop_assert_eq!(CooMatrix::try_from(n), Ok(m));
     }
 }

@@ -21,9 +21,9 @@
 //! | `sprs::CsMat<T>` (`usize`), CSR or CSC | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (CSC: transposes) | copies indices, moves values |
 //! | `sprs::TriMatI<T, u32>` | [`CooMatrix`](crate::CooMatrix): copies (a `TriMat` cannot be taken apart) | moves all three arrays |
 //! | `sprs::TriMat<T>` (`usize`) | [`CooMatrix`](crate::CooMatrix): copies | copies indices, moves values |
-//! | `nalgebra_sparse::CsrMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values | copies indices, moves values |
-//! | `nalgebra_sparse::CscMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values, transposes | — |
-//! | `nalgebra_sparse::CooMatrix<T>` | [`CooMatrix`](crate::CooMatrix): copies indices, moves values | copies indices, moves values |
+//! | `nalgebra_sparse::CsrMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (by reference: copies) | copies indices, moves values |
+//! | `nalgebra_sparse::CscMatrix<T>` | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (by reference: copies), transposes | — |
+//! | `nalgebra_sparse::CooMatrix<T>` | [`CooMatrix`](crate::CooMatrix): copies indices, moves values (by reference: copies) | copies indices, moves values |
 //!
 //! Duplicates are allowed in the triplet types on both sides and are kept as they are; they
 //! are summed only when a [`CooMatrix`](crate::CooMatrix) becomes CSR.

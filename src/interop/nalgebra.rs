@@ -57,6 +57,22 @@ impl<T: Scalar> TryFrom<na::CscMatrix<T>> for CsrMatrix<T> {
     }
 }
 
+impl<T: Scalar> TryFrom<&na::CscMatrix<T>> for CsrMatrix<T> {
+    type Error = FormatError;
+
+    /// As for an owned `nalgebra_sparse::CscMatrix`, but the values are copied too.
+    ///
+    /// # Errors
+    ///
+    /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    fn try_from(m: &na::CscMatrix<T>) -> Result<Self, FormatError> {
+        let (offsets, indices, values) = m.csc_data();
+        let t = CsrMatrix::try_from_index_parts(m.ncols(), m.nrows(), offsets, indices, values.to_vec())
+            .map_err(super::csc_error)?;
+        Ok(t.transpose())
+    }
+}
+
 impl<T: Scalar> From<CsrMatrix<T>> for na::CsrMatrix<T> {
     /// Widens the offsets and column indices to `usize` (a copy), moves the values.
     fn from(a: CsrMatrix<T>) -> Self {
@@ -94,6 +110,19 @@ impl<T: Scalar> TryFrom<na::CooMatrix<T>> for CooMatrix<T> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (rows, cols, values) = m.disassemble();
         CooMatrix::try_from_usize_triplets(nrows, ncols, &rows, &cols, values)
+    }
+}
+
+impl<T: Scalar> TryFrom<&na::CooMatrix<T>> for CooMatrix<T> {
+    type Error = FormatError;
+
+    /// As for an owned `nalgebra_sparse::CooMatrix`, but the values are copied too.
+    ///
+    /// # Errors
+    ///
+    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    fn try_from(m: &na::CooMatrix<T>) -> Result<Self, FormatError> {
+        CooMatrix::try_from_usize_triplets(m.nrows(), m.ncols(), m.row_indices(), m.col_indices(), m.values().to_vec())
     }
 }
 
