@@ -71,7 +71,28 @@ impl<T: Scalar> EllMatrix<T> {
     /// # Errors
     ///
     /// [`FormatError::EllPaddingLimit`] when `width * nrows > max_slots`;
-    /// [`FormatError::TooLarge`] when the slot count exceeds the 32-bit index limit.
+    /// [`FormatError::TooLarge`] when the slot count exceeds the 32-bit index limit. Both
+    /// are checked before anything is allocated.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spgpu::{CooMatrix, EllMatrix, FormatError};
+    /// // 1000 rows of one entry, and one row of 100: ELL would store 100 x 1000 slots.
+    /// let mut coo = CooMatrix::<f64>::new(1000, 1000)?;
+    /// for i in 0..1000 {
+    ///     coo.push(i, i, 1.0)?;
+    /// }
+    /// for j in 500..599 {
+    ///     coo.push(0, j, 1.0)?;
+    /// }
+    /// let a = coo.to_csr();
+    /// let err = EllMatrix::try_from_csr(&a).unwrap_err(); // default: 3 x 1099 slots
+    /// assert!(matches!(err, FormatError::EllPaddingLimit { width: 100, padded: 100_000, .. }));
+    /// let e = EllMatrix::try_from_csr_with_limit(&a, 100_000)?; // the caller accepts it
+    /// assert_eq!(e.width(), 100);
+    /// # Ok::<(), FormatError>(())
+    /// ```
     pub fn try_from_csr_with_limit(a: &CsrMatrix<T>, max_slots: usize) -> Result<Self, FormatError> {
         let nrows = a.nrows();
         let width = (0..nrows).map(|i| a.row_len(i)).max().unwrap_or(0);
