@@ -47,7 +47,7 @@ pub enum MatrixMarketErrorKind {
     SkewDiagonal,
     /// [`read_vector`](super::read_vector) on a matrix with more than one column.
     NotAVector,
-    /// A line longer than the reader's chunk (16 MiB): no valid line is that long.
+    /// A line longer than the reader's chunk (8 MiB): no valid line is that long.
     LineTooLong,
 }
 

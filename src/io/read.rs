@@ -26,8 +26,9 @@ use super::header::{parse_banner, parse_size_line, MatrixMarketHeader, MmField, 
 use super::number::{parse_f32, parse_f64, parse_i64, parse_u64, NumError};
 use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar, INDEX_LIMIT};
 
-/// The largest chunk read and parsed at once (16 MiB); also the longest line accepted.
-pub(crate) const CHUNK: usize = 16 << 20;
+/// The largest chunk parsed at once (8 MiB; a second buffer of the same size is read while
+/// it is parsed); also the longest line accepted.
+pub(crate) const CHUNK: usize = 8 << 20;
 /// The smallest read buffer.
 const MIN_BUF: usize = 4 << 10;
 /// The smallest piece a chunk is cut into for parallel parsing.
@@ -44,6 +45,8 @@ pub(crate) struct Source<'r> {
     was_full: bool,
     /// 1-based number of the line that starts at `buf[start]`.
     line: usize,
+    /// The second buffer, filled while the first is parsed.
+    spare: Vec<u8>,
 }
 
 impl<'r> Source<'r> {
@@ -58,6 +61,7 @@ impl<'r> Source<'r> {
             eof: false,
             was_full: false,
             line: 1,
+            spare: Vec::new(),
         }
     }
 
@@ -73,13 +77,10 @@ impl<'r> Source<'r> {
             let len = (self.buf.len() * 2).min(CHUNK);
             self.buf.resize(len, 0);
         }
-        while self.end < self.buf.len() && !self.eof {
-            match self.reader.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        if !self.eof {
+            let (n, eof) = read_full(&mut *self.reader, &mut self.buf[self.end..])?;
+            self.end += n;
+            self.eof = eof;
         }
         self.was_full = self.end == self.buf.len();
         Ok(())
@@ -110,11 +111,12 @@ impl<'r> Source<'r> {
         }
     }
 
-    /// The next run of complete lines (the last line of the input may lack its `\n`) and
-    /// the number of its first line, or `None` at the end. The caller reports how many
-    /// lines it held with [`Source::advance_lines`].
-    fn next_chunk(&mut self) -> Result<Option<(usize, &[u8])>> {
-        loop {
+    /// Hands the next run of complete lines (the last line of the input may lack its `\n`)
+    /// and the number of its first line to `parse`, while the bytes after it are read into
+    /// a second buffer; `None` at the end. The caller reports how many lines the run held
+    /// with [`Source::advance_lines`].
+    fn with_next_chunk<R: Send>(&mut self, parse: impl FnOnce(usize, &[u8]) -> R + Send) -> Result<Option<R>> {
+        let cut = loop {
             if !self.eof {
                 self.fill()?;
             }
@@ -123,27 +125,57 @@ impl<'r> Source<'r> {
                 if data.is_empty() {
                     return Ok(None);
                 }
-                let s = self.start;
-                self.start = self.end;
-                return Ok(Some((self.line, &self.buf[s..self.end])));
+                break self.end;
             }
             match memchr::memrchr(b'\n', data) {
-                Some(i) => {
-                    let s = self.start;
-                    self.start += i + 1;
-                    return Ok(Some((self.line, &self.buf[s..s + i + 1])));
-                }
+                Some(i) => break self.start + i + 1,
                 None if self.buf.len() >= CHUNK && self.start == 0 && self.end == self.buf.len() => {
                     return Err(line_too_long(self.line, data));
                 }
                 None => {}
             }
+        };
+        let first_line = self.line;
+        if self.eof {
+            let out = parse(first_line, &self.buf[self.start..cut]);
+            self.start = cut;
+            return Ok(Some(out));
         }
+        // The partial last line starts the second buffer; the read fills the rest of it
+        // while `parse` runs on the first.
+        let tail = self.end - cut;
+        self.spare.resize(self.buf.len(), 0);
+        self.spare[..tail].copy_from_slice(&self.buf[cut..self.end]);
+        let Source { reader, buf, spare, start, .. } = self;
+        let chunk = &buf[*start..cut];
+        let (out, read) = rayon::join(|| parse(first_line, chunk), || read_full(reader, &mut spare[tail..]));
+        let (n, eof) = read?;
+        std::mem::swap(&mut self.buf, &mut self.spare);
+        self.start = 0;
+        self.end = tail + n;
+        self.eof = eof;
+        self.was_full = self.end == self.buf.len();
+        Ok(Some(out))
     }
 
     fn advance_lines(&mut self, n: usize) {
         self.line += n;
     }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read and whether the
+/// input ended.
+fn read_full(reader: &mut (dyn Read + Send + '_), buf: &mut [u8]) -> std::io::Result<(usize, bool)> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => return Ok((n, true)),
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((n, false))
 }
 
 fn line_too_long(line: usize, text: &[u8]) -> Error {
@@ -494,33 +526,39 @@ pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64
     let mut cols: Vec<u32> = Vec::with_capacity(if lay.indices == 2 { cap } else { 0 });
     let mut vals: Vec<T> = Vec::with_capacity(cap);
     let mut ends_with_newline = true;
-    while let Some((first_line, chunk)) = src.next_chunk()? {
-        ends_with_newline = chunk.last() == Some(&b'\n');
-        let ranges = pieces(chunk);
-        let parsed: Vec<Piece<T>> = if ranges.len() == 1 {
-            vec![parse_piece(chunk, &lay, usize::MAX)]
-        } else {
-            ranges.par_iter().map(|r| parse_piece(&chunk[r.clone()], &lay, usize::MAX)).collect()
-        };
-        let mut line = first_line;
-        for (range, piece) in ranges.iter().zip(parsed) {
-            let remaining = expected - vals.len();
-            let error = if piece.vals.len() > remaining {
-                // Parse again, stopping at the first entry past the count.
-                parse_piece::<T>(&chunk[range.clone()], &lay, remaining).error
+    loop {
+        let step = src.with_next_chunk(|first_line, chunk| -> Result<usize> {
+            ends_with_newline = chunk.last() == Some(&b'\n');
+            let ranges = pieces(chunk);
+            let parsed: Vec<Piece<T>> = if ranges.len() == 1 {
+                vec![parse_piece(chunk, &lay, usize::MAX)]
             } else {
-                piece.error
+                ranges.par_iter().map(|r| parse_piece(&chunk[r.clone()], &lay, usize::MAX)).collect()
             };
-            if let Some(mut e) = error {
-                e.line += line;
-                return Err(e.into());
+            let mut line = first_line;
+            for (range, piece) in ranges.iter().zip(parsed) {
+                let remaining = expected - vals.len();
+                let error = if piece.vals.len() > remaining {
+                    // Parse again, stopping at the first entry past the count.
+                    parse_piece::<T>(&chunk[range.clone()], &lay, remaining).error
+                } else {
+                    piece.error
+                };
+                if let Some(mut e) = error {
+                    e.line += line;
+                    return Err(e.into());
+                }
+                rows.extend_from_slice(&piece.rows);
+                cols.extend_from_slice(&piece.cols);
+                vals.extend_from_slice(&piece.vals);
+                line += piece.lines;
             }
-            rows.extend_from_slice(&piece.rows);
-            cols.extend_from_slice(&piece.cols);
-            vals.extend_from_slice(&piece.vals);
-            line += piece.lines;
+            Ok(line - first_line)
+        })?;
+        match step {
+            None => break,
+            Some(lines) => src.advance_lines(lines?),
         }
-        src.advance_lines(line - first_line);
     }
     if vals.len() < expected {
         let eof_line = if ends_with_newline { src.line } else { src.line + 1 };
