@@ -1,5 +1,5 @@
 //! Conversions to and from [`sprs`](::sprs): `CsMatI<T, u32>` (zero-copy), `CsMat<T>`,
-//! `TriMatI<T, u32>` and `TriMat<T>`.
+//! borrowed matrices and views of both (copied), `TriMatI<T, u32>` and `TriMat<T>`.
 
 use crate::format::IndexValue;
 use crate::{CooMatrix, CsrMatrix, FormatError, Scalar};
