@@ -252,6 +252,8 @@ mod good {
         assert_eq!(io::read_vector::<f64>(data("good/vector_array.mtx")).unwrap(), vec![1.5, 0.0, -2.0, 1e-3]);
         assert_eq!(io::read_vector::<f64>(data("good/vector_coordinate.mtx")).unwrap(), vec![0.0, 2.0, 0.0, 0.0, -1.0]);
         assert_eq!(io::read_vector::<f32>(data("good/rhs_n_by_1.mtx")).unwrap(), vec![1.0f32, 2.0, 3.0]);
+        // A 1 x 1 skew-symmetric array stores no value: the vector is [0].
+        assert_eq!(io::read_vector::<f64>(data("good/array_skew_1x1.mtx")).unwrap(), vec![0.0]);
         // A vector object read as a matrix is one column.
         let v = read_good("vector_coordinate.mtx");
         assert_eq!((v.nrows(), v.ncols(), v.nnz()), (5, 1, 2));

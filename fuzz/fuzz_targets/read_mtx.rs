@@ -31,7 +31,8 @@ fn round_trip<T: Scalar>(a: &CsrMatrix<T>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(h) = io::read_header_from_reader(data) {
+    let header = io::read_header_from_reader(data);
+    if let Ok(h) = &header {
         if h.nrows > MAX_DIM || h.ncols > MAX_DIM {
             return;
         }
@@ -52,7 +53,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let coo = io::read_coo_from_reader::<f64>(data);
     assert_eq!(coo.is_ok(), a.is_ok(), "COO and CSR disagree");
-    let _ = io::read_vector_from_reader::<f64>(data);
+    if let Ok(v) = io::read_vector_from_reader::<f64>(data) {
+        let h = header.as_ref().expect("a vector was read from a file whose header is bad");
+        assert_eq!(v.len(), h.nrows, "vector length differs from the header");
+    }
+    if let Ok(a) = &a {
+        let h = header.as_ref().expect("a matrix was read from a file whose header is bad");
+        assert_eq!((a.nrows(), a.ncols()), (h.nrows, h.ncols), "dimensions differ from the header");
+    }
     // The gzip path, on the same bytes compressed.
     if data.first().is_some_and(|c| c & 1 == 1) && !data.starts_with(&[0x1f, 0x8b]) {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

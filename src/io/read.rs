@@ -730,13 +730,15 @@ impl<T: Scalar> Parsed<T> {
             let (r, c) = (self.header.nrows, self.header.ncols);
             return Err(self.size_error(K::NotAVector, format!("a {r} x {c} matrix has more than one column")));
         }
-        if self.header.format == MmFormat::Array {
+        if self.header.format == MmFormat::Array && self.header.symmetry == MmSymmetry::General {
             // Every value is stored: keep explicit zeros, no positions to compute.
             return Ok(self.vals);
         }
-        let n = self.header.nrows;
-        let mut out = vec![T::ZERO; n];
-        for (&r, &v) in self.rows.iter().zip(&self.vals) {
+        // Coordinate entries, or a 1 x 1 symmetric array (whose one column is at most its
+        // diagonal).
+        let (header, _, rows, _, vals) = self.into_triplets();
+        let mut out = vec![T::ZERO; header.nrows];
+        for (&r, &v) in rows.iter().zip(&vals) {
             out[r as usize] += v;
         }
         Ok(out)
