@@ -161,6 +161,7 @@ fn finish_row<T: Scalar>(rng: &mut StdRng, mut cols: Vec<u32>) -> (Vec<u32>, Vec
 
 /// A random matrix whose rows each draw `per_row` columns uniformly with replacement
 /// (duplicates merged, so a row may hold slightly fewer), values uniform in `[-1, 1)`.
+/// Time is proportional to `nrows * per_row`, the number of draws.
 ///
 /// # Panics
 ///
@@ -295,7 +296,7 @@ fn try_banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) -> Result<C
 /// | `lap2d:N` | [`laplacian_2d`]`(N)`: `N^2` rows |
 /// | `lap3d:N` | [`laplacian_3d_7pt`]`(N)`: `N^3` rows |
 /// | `stencil27:N` | [`laplacian_3d_27pt`]`(N)`: `N^3` rows |
-/// | `uniform:ROWS:COLS:PER_ROW[:SEED]` | [`random_uniform`] |
+/// | `uniform:ROWS:COLS:PER_ROW[:SEED]` | [`random_uniform`], `PER_ROW <= COLS` |
 /// | `powerlaw:ROWS[:SEED]` | [`power_law`]`(ROWS, ROWS, 1.2, 3.0, 20000, SEED)`, the anchors' `powerlaw_1M` at 1000000 |
 /// | `longrows:ROWS[:SEED]` | [`random_uniform`]`(ROWS, 10 * ROWS, 1000, SEED)`, the anchors' `longrows_20k_x1000` at 20000 |
 /// | `banded:N:HALF[:SEED]` | [`banded`]`(N, HALF, SEED)` |
@@ -367,6 +368,14 @@ pub fn from_spec<T: Scalar>(spec: &str) -> crate::Result<CsrMatrix<T>> {
             arity(3, 4)?;
             if nums[1] == 0 && nums[2] > 0 {
                 return Err(Error::InvalidArgument(format!("generated matrix '{spec}': no columns to draw from")));
+            }
+            // Draws cost time whether or not they repeat a column: keep them bounded by the
+            // matrix size.
+            if nums[2] > nums[1] {
+                return Err(Error::InvalidArgument(format!(
+                    "generated matrix '{spec}': {} entries per row, but only {} columns",
+                    nums[2], nums[1]
+                )));
             }
             Ok(try_random_uniform(nums[0], nums[1], nums[2], seed(3))?)
         }
