@@ -1,9 +1,11 @@
-//! Time per CG iteration on the GPU: `cg/<format>/<scalar>/<matrix>[/jacobi]`.
+//! Time per CG iteration on the GPU: `cg/<format>/<scalar>/<matrix>[/jacobi][/no_graphs]`.
 //!
 //! Each sample runs CG for a fixed number of iterations (`rtol = 0`, so it never stops
 //! early) and counts the solver's own iteration time, which includes the checkpoints where
 //! the residual norm comes back to the host (every 16 iterations by default): the time a
-//! user waits, with the device synchronized before the clock is read. Setup (upload, first
+//! user waits, with the device synchronized before the clock is read. Batches of
+//! iterations are replayed as CUDA graphs (the default); `/no_graphs` launches every
+//! kernel from the host instead. Setup (upload, first
 //! residual, workspace) and the final true-residual check stay outside. Throughput is the
 //! bytes-moved floor of one iteration ([`spgpu::solver::iteration_floor_bytes`],
 //! `docs/cg.md`), so criterion's GB/s compare with the H200's 4.28 TB/s copy bandwidth.
@@ -49,10 +51,12 @@ fn time_per_iteration<T: Scalar, A: LinearOperator<T, Vector = DeviceVector<T>>>
     op: &A,
     b: &DeviceVector<T>,
     precond: PreconditionerKind,
+    use_graphs: bool,
 ) -> Duration {
     let ctx = device.context();
     let mut x = DeviceVector::zeros(ctx, op.nrows()).expect("allocating x");
-    let params = CgParams { rtol: 0.0, max_iter: Some(ITERATIONS), preconditioner: precond, ..CgParams::default() };
+    let params =
+        CgParams { rtol: 0.0, max_iter: Some(ITERATIONS), preconditioner: precond, use_graphs, ..CgParams::default() };
     let report = match cg(device, op, b, &mut x, &params) {
         Err(CgError::NoConvergence { report }) => *report,
         Ok(report) => report,
@@ -76,11 +80,12 @@ fn bench_matrix(c: &mut Criterion, device: &Device, name: &str, a: &CsrMatrix<f6
         let bytes = iteration_floor_bytes(a.nrows(), a.nnz(), f64::BYTES, jacobi);
         group.throughput(Throughput::Bytes(bytes as u64));
         let suffix = if jacobi { "/jacobi" } else { "" };
-        for format in ["ell", "csr"] {
-            let id = format!("{format}/f64/{name}{suffix}");
+        for (format, graphs) in [("ell", true), ("csr", true), ("ell", false)] {
+            let variant = if graphs { "" } else { "/no_graphs" };
+            let id = format!("{format}/f64/{name}{suffix}{variant}");
             let run = || match format {
-                "ell" => time_per_iteration(device, &d_ell, &d_b, precond),
-                _ => time_per_iteration(device, &d_csr, &d_b, precond),
+                "ell" => time_per_iteration(device, &d_ell, &d_b, precond, graphs),
+                _ => time_per_iteration(device, &d_csr, &d_b, precond, graphs),
             };
             let once = run();
             let floor = bytes as f64 / 4.28e12;

@@ -91,6 +91,9 @@ pub trait Backend<T: Scalar> {
     type Vector;
     /// The iteration's scalars, status word, reduction buffers and residual history.
     type State;
+    /// A recorded batch of iterations that can be replayed (a CUDA graph on the device;
+    /// `()` on the host, which does not record).
+    type Recording;
 
     /// Length of a vector.
     fn len(&self, v: &Self::Vector) -> usize;
@@ -228,6 +231,45 @@ pub trait Backend<T: Scalar> {
         z: &Self::Vector,
         precond: PrecondForm<'_, Self::Vector>,
     ) -> Result<()>;
+
+    /// Starts recording the steps enqueued from now on instead of running them, when the
+    /// backend can record every step of an iteration with this matrix and preconditioner;
+    /// returns `false` (having done nothing) otherwise. The default returns `false`.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn begin_recording(
+        &self,
+        state: &mut Self::State,
+        matrix: Option<DeviceMatrix<'_, T>>,
+        precond: PrecondForm<'_, Self::Vector>,
+    ) -> Result<bool> {
+        let _ = (state, matrix, precond);
+        Ok(false)
+    }
+
+    /// Ends a recording begun by [`Backend::begin_recording`]; the steps recorded have not
+    /// run. The recording stays valid while the vectors and the state it used live.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures (recording then ended all the same); the default, for backends
+    /// that never record, always fails.
+    fn end_recording(&self, state: &mut Self::State) -> Result<Self::Recording> {
+        let _ = state;
+        Err(crate::Error::InvalidArgument("this backend does not record iterations".into()))
+    }
+
+    /// Enqueues a recording made with this state's vectors.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures; the default always fails.
+    fn replay(&self, state: &mut Self::State, recording: &Self::Recording) -> Result<()> {
+        let _ = (state, recording);
+        Err(crate::Error::InvalidArgument("this backend does not record iterations".into()))
+    }
 
     /// Copies the status, iteration count and scalars to the host (synchronizes).
     ///

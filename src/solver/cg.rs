@@ -69,6 +69,12 @@ pub struct CgParams {
     /// How many times CG may restart from the true residual when the recurrence residual
     /// met the tolerance but `b - A x` does not (default 3).
     pub max_restarts: usize,
+    /// Whether to record a batch of `check_interval` iterations once and replay it (as a
+    /// CUDA graph on the device), which removes the host's per-launch cost (default true).
+    /// Backends and operators that cannot record (the host; a CSR matrix that runs the
+    /// vector kernel; a general preconditioner) launch step by step either way. The
+    /// iterates are the same bit for bit.
+    pub use_graphs: bool,
 }
 
 impl Default for CgParams {
@@ -81,6 +87,7 @@ impl Default for CgParams {
             check_interval: 16,
             history: false,
             max_restarts: 3,
+            use_graphs: true,
         }
     }
 }
@@ -375,6 +382,9 @@ where
     let mut done = 0usize; // iterations of earlier starts
     let mut first = true;
     let mut last;
+    // A batch of check_interval iterations recorded once and replayed (CUDA graph).
+    let mut recording: Option<B::Recording> = None;
+    let mut recording_failed = false;
     loop {
         // (Re)start from the true residual r = b - A x.
         let t_start = Instant::now();
@@ -395,17 +405,36 @@ where
         monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });
         while ck.status == Status::Running && done + ck.iterations < max_iter {
             let k = params.check_interval.min(max_iter - done - ck.iterations);
-            for _ in 0..k {
-                if !backend.fused_spmv_alpha(&mut state, op.device_matrix(), &p, &mut q)? {
+            let mut step = |state: &mut B::State, x: &mut B::Vector| -> Result<(), CgError> {
+                if !backend.fused_spmv_alpha(state, op.device_matrix(), &p, &mut q)? {
                     op.apply(T::ONE, &p, T::ZERO, &mut q)?;
-                    backend.alpha_step(&mut state, &p, &q)?;
+                    backend.alpha_step(state, &p, &q)?;
                 }
-                backend.update(&mut state, x, &mut r, &p, &q, form)?;
+                backend.update(state, x, &mut r, &p, &q, form)?;
                 if general {
                     precond.apply(backend, &r, &mut z)?;
-                    backend.rho_step(&mut state, &r, &z)?;
+                    backend.rho_step(state, &r, &z)?;
                 }
-                backend.direction(&mut state, &mut p, &r, &z, form)?;
+                backend.direction(state, &mut p, &r, &z, form)?;
+                Ok(())
+            };
+            let batch = params.use_graphs && k == params.check_interval && k > 1;
+            if batch && recording.is_none() && !recording_failed {
+                if backend.begin_recording(&mut state, op.device_matrix(), form)? {
+                    let recorded = (0..k).try_for_each(|_| step(&mut state, x));
+                    match (recorded, backend.end_recording(&mut state)) {
+                        (Ok(()), Ok(rec)) => recording = Some(rec),
+                        (Err(e), _) => return Err(e),
+                        // The recording broke (nothing ran): go on step by step.
+                        (Ok(()), Err(_)) => recording_failed = true,
+                    }
+                } else {
+                    recording_failed = true;
+                }
+            }
+            match &recording {
+                Some(rec) if batch => backend.replay(&mut state, rec)?,
+                _ => (0..k).try_for_each(|_| step(&mut state, x))?,
             }
             ck = backend.checkpoint(&state)?;
             monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });

@@ -6,9 +6,10 @@ use std::marker::PhantomData;
 
 use super::backend::{Backend, Checkpoint, PrecondForm, Status};
 use super::operator::{DeviceMatrix, LinearOperator};
-use crate::gpu::kernels::blas::{self, CgKernels, Workspace};
+use crate::gpu::kernels::blas::{self, CgGraph, CgKernels, Workspace};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvKernel};
 use crate::{Error, Result, Scalar};
+use cust::stream::{Stream, StreamFlags};
 
 /// The GPU backend: vectors are [`DeviceVector`]s, scalars live in a [`DeviceState`] in
 /// device memory, and every step is a kernel queued on the context's stream.
@@ -38,6 +39,8 @@ use crate::{Error, Result, Scalar};
 pub struct Device {
     ctx: &'static Context,
     scratch: std::cell::RefCell<Workspace>,
+    /// A non-blocking stream on which batches of iterations are recorded as CUDA graphs.
+    capture: Stream,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -54,7 +57,10 @@ impl Device {
     ///
     /// [`Error::Cuda`] when the small workspace cannot be allocated.
     pub fn new(ctx: &'static Context) -> Result<Self> {
-        Ok(Device { ctx, scratch: std::cell::RefCell::new(Workspace::new(ctx, 0)?), _not_sync: PhantomData })
+        ctx.make_current()?;
+        let capture = Stream::new(StreamFlags::NON_BLOCKING, None)
+            .map_err(|e| Error::cuda("creating the CG capture stream", e))?;
+        Ok(Device { ctx, scratch: std::cell::RefCell::new(Workspace::new(ctx, 0)?), capture, _not_sync: PhantomData })
     }
 
     /// A backend on the process-wide context ([`Context::global`]).
@@ -70,6 +76,16 @@ impl Device {
     pub fn context(&self) -> &'static Context {
         self.ctx
     }
+
+    /// Where the state's kernels go: the capture stream while recording, else the
+    /// context's stream.
+    fn stream<T: Scalar>(&self, s: &DeviceState<T>) -> &Stream {
+        if s.recording {
+            &self.capture
+        } else {
+            self.ctx.stream()
+        }
+    }
 }
 
 /// The iteration's scalars, reduction buffers and residual history in device memory, with
@@ -77,12 +93,22 @@ impl Device {
 pub struct DeviceState<T: Scalar> {
     ws: Workspace,
     kernels: CgKernels<'static>,
+    recording: bool,
     _t: PhantomData<T>,
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceState<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceState").field("scalar", &T::NAME).finish()
+    }
+}
+
+/// A batch of CG iterations recorded as a CUDA graph ([`Backend::begin_recording`]).
+pub struct DeviceRecording(CgGraph);
+
+impl std::fmt::Debug for DeviceRecording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceRecording")
     }
 }
 
@@ -104,6 +130,7 @@ fn dinv_of<'a, T: Scalar>(form: PrecondForm<'a, DeviceVector<T>>) -> Option<&'a 
 impl<T: Scalar> Backend<T> for Device {
     type Vector = DeviceVector<T>;
     type State = DeviceState<T>;
+    type Recording = DeviceRecording;
 
     fn len(&self, v: &DeviceVector<T>) -> usize {
         v.len()
@@ -150,13 +177,13 @@ impl<T: Scalar> Backend<T> for Device {
 
     fn hadamard(&self, a: &DeviceVector<T>, b: &DeviceVector<T>, out: &mut DeviceVector<T>) -> Result<()> {
         let k = CgKernels::load::<T>(self.ctx)?;
-        blas::hadamard(self.ctx, &k, a, b, out)
+        blas::hadamard(self.ctx, self.ctx.stream(), &k, a, b, out)
     }
 
     fn dot(&self, a: &DeviceVector<T>, b: &DeviceVector<T>) -> Result<f64> {
         let k = CgKernels::load::<T>(self.ctx)?;
         let mut ws = self.scratch.borrow_mut();
-        blas::dot(self.ctx, &k, &mut ws, a, b)?;
+        blas::dot(self.ctx, self.ctx.stream(), &k, &mut ws, a, b)?;
         Ok(ws.read_slots(self.ctx)?[blas::SLOT_DOT])
     }
 
@@ -164,6 +191,7 @@ impl<T: Scalar> Backend<T> for Device {
         Ok(DeviceState {
             ws: Workspace::new(self.ctx, history)?,
             kernels: CgKernels::load::<T>(self.ctx)?,
+            recording: false,
             _t: PhantomData,
         })
     }
@@ -178,11 +206,11 @@ impl<T: Scalar> Backend<T> for Device {
         p: &mut DeviceVector<T>,
     ) -> Result<()> {
         let z = matches!(precond, PrecondForm::General).then_some(z);
-        blas::start(self.ctx, &s.kernels, &mut s.ws, tol2, r, z, dinv_of(precond), mode(precond), p)
+        blas::start(self.ctx, self.stream(s), &s.kernels, &mut s.ws, tol2, r, z, dinv_of(precond), mode(precond), p)
     }
 
     fn alpha_step(&self, s: &mut DeviceState<T>, p: &DeviceVector<T>, q: &DeviceVector<T>) -> Result<()> {
-        blas::alpha(self.ctx, &s.kernels, &mut s.ws, p, q)
+        blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)
     }
 
     fn fused_spmv_alpha(
@@ -194,11 +222,11 @@ impl<T: Scalar> Backend<T> for Device {
     ) -> Result<bool> {
         match matrix {
             Some(DeviceMatrix::Csr(a)) if a.plan().kernel() == SpmvKernel::Scalar => {
-                blas::spmv_csr_alpha(self.ctx, &s.kernels, &mut s.ws, a, p, q)?;
+                blas::spmv_csr_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
                 Ok(true)
             }
             Some(DeviceMatrix::Ell(a)) => {
-                blas::spmv_ell_alpha(self.ctx, &s.kernels, &mut s.ws, a, p, q)?;
+                blas::spmv_ell_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -214,11 +242,11 @@ impl<T: Scalar> Backend<T> for Device {
         q: &DeviceVector<T>,
         precond: PrecondForm<'_, DeviceVector<T>>,
     ) -> Result<()> {
-        blas::update(self.ctx, &s.kernels, &mut s.ws, x, r, p, q, dinv_of(precond), mode(precond))
+        blas::update(self.ctx, self.stream(s), &s.kernels, &mut s.ws, x, r, p, q, dinv_of(precond), mode(precond))
     }
 
     fn rho_step(&self, s: &mut DeviceState<T>, r: &DeviceVector<T>, z: &DeviceVector<T>) -> Result<()> {
-        blas::rho(self.ctx, &s.kernels, &mut s.ws, r, z)
+        blas::rho(self.ctx, self.stream(s), &s.kernels, &mut s.ws, r, z)
     }
 
     fn direction(
@@ -230,7 +258,37 @@ impl<T: Scalar> Backend<T> for Device {
         precond: PrecondForm<'_, DeviceVector<T>>,
     ) -> Result<()> {
         let z = matches!(precond, PrecondForm::General).then_some(z);
-        blas::direction(self.ctx, &s.kernels, &s.ws, p, r, z, dinv_of(precond), mode(precond))
+        blas::direction(self.ctx, self.stream(s), &s.kernels, &s.ws, p, r, z, dinv_of(precond), mode(precond))
+    }
+
+    /// Records when the SpMV is fused (CSR with the scalar kernel, or ELL) and the
+    /// preconditioner is none or diagonal: then every step is a kernel of `ptx/cg.cu`.
+    fn begin_recording(
+        &self,
+        s: &mut DeviceState<T>,
+        matrix: Option<DeviceMatrix<'_, T>>,
+        precond: PrecondForm<'_, DeviceVector<T>>,
+    ) -> Result<bool> {
+        let fused = match matrix {
+            Some(DeviceMatrix::Csr(a)) => a.plan().kernel() == SpmvKernel::Scalar,
+            Some(DeviceMatrix::Ell(_)) => true,
+            _ => false,
+        };
+        if !fused || matches!(precond, PrecondForm::General) || s.recording {
+            return Ok(false);
+        }
+        CgGraph::begin(self.ctx, &self.capture)?;
+        s.recording = true;
+        Ok(true)
+    }
+
+    fn end_recording(&self, s: &mut DeviceState<T>) -> Result<DeviceRecording> {
+        s.recording = false;
+        CgGraph::end(self.ctx, &self.capture).map(DeviceRecording)
+    }
+
+    fn replay(&self, _s: &mut DeviceState<T>, rec: &DeviceRecording) -> Result<()> {
+        rec.0.launch(self.ctx, self.ctx.stream())
     }
 
     fn checkpoint(&self, s: &DeviceState<T>) -> Result<Checkpoint> {

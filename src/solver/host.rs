@@ -62,6 +62,7 @@ impl HostState {
 impl<T: Scalar> Backend<T> for Host {
     type Vector = Vec<T>;
     type State = HostState;
+    type Recording = ();
 
     fn len(&self, v: &Vec<T>) -> usize {
         v.len()

@@ -37,7 +37,7 @@ mod precond;
 
 pub use backend::{Backend, Checkpoint, PrecondForm, Status};
 pub use cg::{cg, cg_with, iteration_floor_bytes, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
-pub use device::{Device, DeviceState};
+pub use device::{Device, DeviceRecording, DeviceState};
 pub use host::{Host, HostState};
 pub use operator::{DeviceMatrix, LinearOperator};
 pub use precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};

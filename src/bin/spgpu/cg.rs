@@ -70,6 +70,10 @@ pub struct Args {
     /// Iterations between two checks of the residual on the host.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     pub check_interval: u64,
+    /// Launch every kernel from the host instead of replaying batches of iterations as CUDA
+    /// graphs (for comparison; the iterates are the same).
+    #[arg(long)]
+    pub no_graphs: bool,
     /// Solve with the leading N x N block of A only (the anchors' CG case is
     /// `gen:lap2d:2000 --leading 250000`).
     #[arg(long)]
@@ -230,6 +234,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         preconditioner: precond,
         check_interval: usize::try_from(args.check_interval).unwrap_or(usize::MAX),
         history: args.history.is_some(),
+        use_graphs: !args.no_graphs,
         ..CgParams::default()
     };
     println!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME);

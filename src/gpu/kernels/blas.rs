@@ -5,11 +5,13 @@
 //! the iteration count), the per-block partial sums of the reductions, the integer ticket of
 //! the last-block pattern, and an optional residual history. Every launcher checks the
 //! operands' lengths and converts sizes with `u32::try_from` before it launches, on the
-//! context's stream, without synchronizing.
+//! stream it is given (the context's, or the solver's capture stream while a batch of
+//! iterations is recorded as a CUDA graph, see [`CgGraph`]), without synchronizing.
 
 use cust::function::Function;
 use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer, DevicePointer};
+use cust::stream::Stream;
 
 use super::{index, BLOCK};
 use crate::gpu::vector::check_len;
@@ -200,6 +202,7 @@ fn check_mode<T: Scalar>(mode: i32, z: Option<&DeviceVector<T>>, dinv: Option<&D
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     tol2: f64,
@@ -217,7 +220,6 @@ pub(crate) fn start<T: Scalar>(
     let n = index("CG vector length", len)?;
     let grid = cg_grid(len);
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Start);
     let (rp, zp, dp, pp) = (r.as_device_ptr(), opt_ptr(z), opt_ptr(dinv), p.as_device_ptr());
     let (s, parts, ticket, hist, cap) = (
@@ -242,6 +244,7 @@ pub(crate) fn start<T: Scalar>(
 /// `cg_alpha_<T>`: `p'q` reduced into `alpha = rho / p'q`.
 pub(crate) fn alpha<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     p: &DeviceVector<T>,
@@ -251,7 +254,6 @@ pub(crate) fn alpha<T: Scalar>(
     let n = index("CG vector length", p.len())?;
     let grid = cg_grid(p.len());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Alpha);
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
@@ -265,6 +267,7 @@ pub(crate) fn alpha<T: Scalar>(
 /// `cg_spmv_csr_alpha_<T>`: `q = A p` (one thread per row) fused with `p'q` into `alpha`.
 pub(crate) fn spmv_csr_alpha<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     a: &DeviceCsr<T>,
@@ -277,7 +280,6 @@ pub(crate) fn spmv_csr_alpha<T: Scalar>(
     let nrows = index("rows", a.nrows())?;
     let grid = cg_grid(a.nrows());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::SpmvCsrAlpha);
     let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
@@ -294,6 +296,7 @@ pub(crate) fn spmv_csr_alpha<T: Scalar>(
 /// `cg_spmv_ell_alpha_<T>`: `q = A p` for ELLPACK fused with `p'q` into `alpha`.
 pub(crate) fn spmv_ell_alpha<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     a: &DeviceEll<T>,
@@ -309,7 +312,6 @@ pub(crate) fn spmv_ell_alpha<T: Scalar>(
     index("ELL slots", (a.width() + 1).saturating_mul(a.nrows()))?;
     let grid = cg_grid(a.nrows());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::SpmvEllAlpha);
     let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
@@ -327,6 +329,7 @@ pub(crate) fn spmv_ell_alpha<T: Scalar>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     x: &mut DeviceVector<T>,
@@ -347,7 +350,6 @@ pub(crate) fn update<T: Scalar>(
     let n = index("CG vector length", len)?;
     let grid = cg_grid(len);
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Update);
     let (xp, rp, pp, qp, dp) =
         (x.as_device_ptr(), r.as_device_ptr(), p.as_device_ptr(), q.as_device_ptr(), opt_ptr(dinv));
@@ -371,6 +373,7 @@ pub(crate) fn update<T: Scalar>(
 /// `cg_rho_<T>`: `rho' = r'z`, `beta = rho'/rho` (general preconditioners).
 pub(crate) fn rho<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     r: &DeviceVector<T>,
@@ -380,7 +383,6 @@ pub(crate) fn rho<T: Scalar>(
     let n = index("CG vector length", r.len())?;
     let grid = cg_grid(r.len());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Rho);
     let (rp, zp) = (r.as_device_ptr(), z.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
@@ -394,6 +396,7 @@ pub(crate) fn rho<T: Scalar>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn direction<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &Workspace,
     p: &mut DeviceVector<T>,
@@ -410,7 +413,6 @@ pub(crate) fn direction<T: Scalar>(
     let n = index("CG vector length", len)?;
     let grid = cg_grid(len);
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Direction);
     let (pp, rp, zp, dp) = (p.as_device_ptr(), r.as_device_ptr(), opt_ptr(z), opt_ptr(dinv));
     let s = ws.slots.as_device_ptr();
@@ -426,6 +428,7 @@ pub(crate) fn direction<T: Scalar>(
 /// [`Workspace::read_slots`]).
 pub(crate) fn dot<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
     a: &DeviceVector<T>,
@@ -435,7 +438,6 @@ pub(crate) fn dot<T: Scalar>(
     let n = index("vector length", a.len())?;
     let grid = cg_grid(a.len());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Dot);
     let (ap, bp) = (a.as_device_ptr(), b.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
@@ -448,6 +450,7 @@ pub(crate) fn dot<T: Scalar>(
 /// `cg_hadamard_<T>`: `out = a .* b`.
 pub(crate) fn hadamard<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     k: &CgKernels<'_>,
     a: &DeviceVector<T>,
     b: &DeviceVector<T>,
@@ -458,10 +461,93 @@ pub(crate) fn hadamard<T: Scalar>(
     let n = index("vector length", a.len())?;
     let grid = cg_grid(a.len());
     ctx.make_current()?;
-    let stream = ctx.stream();
     let f = k.get(CgKernel::Hadamard);
     let (ap, bp, op) = (a.as_device_ptr(), b.as_device_ptr(), out.as_device_ptr());
     // SAFETY: cg_hadamard_<T>(unsigned n, const T* a, const T* b, T* out); arguments match,
     // all three have n elements (checked), out is borrowed mutably and aliases neither input.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, ap, bp, op)) }.map_err(launch_error(CgKernel::Hadamard))
+}
+
+/// A CUDA graph of a batch of CG iterations, recorded by stream capture on a stream of its
+/// own and replayed on the context's stream.
+///
+/// Recording happens on a non-blocking stream, so work that other threads queue on the
+/// legacy default stream (synchronous copies) cannot join or break the capture; the graph
+/// is then launched on the context's stream, ordered with everything else there. Only
+/// kernels of this module are recorded (the solver records only when the SpMV is fused),
+/// and their arguments are the addresses of vectors that outlive the graph.
+pub(crate) struct CgGraph {
+    graph: cust::sys::CUgraph,
+    exec: cust::sys::CUgraphExec,
+}
+
+fn graph_error(what: &str, rc: cust::sys::CUresult) -> Error {
+    Error::cuda(format!("{what} ({rc:?})"), cust::error::CudaError::UnknownError)
+}
+
+impl CgGraph {
+    /// Starts capturing the work queued on `capture` (this thread only).
+    pub(crate) fn begin(ctx: &Context, capture: &Stream) -> Result<()> {
+        ctx.make_current()?;
+        // SAFETY: cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode) on a live stream of
+        // the current context; thread-local mode confines the capture rules to this thread.
+        let rc = unsafe {
+            cust::sys::cuStreamBeginCapture_v2(
+                capture.as_inner(),
+                cust::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+        };
+        match rc {
+            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            rc => Err(graph_error("beginning a CUDA graph capture", rc)),
+        }
+    }
+
+    /// Ends the capture begun on `capture` and instantiates the graph. The capture ends even
+    /// when this fails.
+    pub(crate) fn end(ctx: &Context, capture: &Stream) -> Result<CgGraph> {
+        ctx.make_current()?;
+        let mut graph: cust::sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: cuStreamEndCapture(CUstream, CUgraph*) on the stream where capture began;
+        // graph is a valid out-pointer.
+        let rc = unsafe { cust::sys::cuStreamEndCapture(capture.as_inner(), &mut graph) };
+        if rc != cust::sys::CUresult::CUDA_SUCCESS || graph.is_null() {
+            return Err(graph_error("ending a CUDA graph capture", rc));
+        }
+        let mut exec: cust::sys::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, flags) with the graph
+        // just captured and a valid out-pointer; flags 0.
+        let rc = unsafe { cust::sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+        if rc != cust::sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: the graph was created above and is not used after this.
+            unsafe { cust::sys::cuGraphDestroy(graph) };
+            return Err(graph_error("instantiating a CUDA graph", rc));
+        }
+        Ok(CgGraph { graph, exec })
+    }
+
+    /// Launches the graph on `stream` (no wait).
+    pub(crate) fn launch(&self, ctx: &Context, stream: &Stream) -> Result<()> {
+        ctx.make_current()?;
+        // SAFETY: cuGraphLaunch(CUgraphExec, CUstream) with an executable graph owned by self
+        // and a live stream of the current context. The graph's kernels read and write the
+        // vectors and workspace of the solve that recorded it, which the solver keeps alive
+        // (and unmoved on the device) for as long as it holds this graph.
+        let rc = unsafe { cust::sys::cuGraphLaunch(self.exec, stream.as_inner()) };
+        match rc {
+            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            rc => Err(graph_error("launching a CUDA graph", rc)),
+        }
+    }
+}
+
+impl Drop for CgGraph {
+    fn drop(&mut self) {
+        // SAFETY: both handles were created by CgGraph::end and are destroyed once, here. A
+        // graph still running on the device is destroyed only after it completes.
+        unsafe {
+            cust::sys::cuGraphExecDestroy(self.exec);
+            cust::sys::cuGraphDestroy(self.graph);
+        }
+    }
 }
