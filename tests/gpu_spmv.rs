@@ -361,3 +361,48 @@ fn suite_matrices_through_the_auto_plan_f64() {
 fn suite_matrices_through_the_auto_plan_f32() {
     suite_through_the_auto_plan::<f32>("suite_matrices_through_the_auto_plan_f32");
 }
+
+/// Runs the `spgpu` binary with `args`; returns (success, stdout, stderr).
+fn spgpu(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spgpu")).args(args).output().expect("spgpu runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn spmv_command_checks_and_times_or_falls_back_to_the_cpu() {
+    let (ok, stdout, stderr) =
+        spgpu(&["spmv", "gen:lap2d:30", "--kernel", "auto,vector:4,ell", "--repeats", "3", "--launches", "5"]);
+    assert!(ok, "spgpu spmv failed: {stderr}");
+    assert!(stdout.contains("matrix gen:lap2d:30: 900 x 900, 4380 entries, f64"), "{stdout}");
+    match gpu("spmv_command_checks_and_times_or_falls_back_to_the_cpu") {
+        Some(_) => {
+            assert_eq!(stdout.matches("check: relative error").count(), 3, "{stdout}");
+            assert!(stdout.contains("[auto] csr scalar:"), "{stdout}");
+            assert!(stdout.contains("[vector:4] csr vector (4 threads per row):"), "{stdout}");
+            assert!(stdout.contains("[ell] ell:"), "{stdout}");
+            assert!(stdout.contains("% of 4.28 TB/s"), "{stdout}");
+        }
+        None => {
+            assert!(stdout.contains("spgpu spmv: no GPU"), "{stdout}");
+            assert!(stdout.contains("SpMV plan: csr scalar [auto]"), "{stdout}");
+            assert!(stdout.contains("SpMV plan: csr vector (4 threads per row) [vector:4]"), "{stdout}");
+        }
+    }
+}
+
+#[test]
+fn spmv_command_refuses_bad_arguments() {
+    let (ok, _, stderr) = spgpu(&["spmv", "gen:lap2d:5", "--kernel", "vector:3"]);
+    assert!(!ok);
+    assert!(stderr.starts_with("spgpu: invalid argument: unknown kernel \"vector:3\""), "{stderr}");
+    let (ok, _, stderr) = spgpu(&["spmv", "gen:nosuch:5"]);
+    assert!(!ok);
+    assert!(stderr.starts_with("spgpu: "), "{stderr}");
+    let (ok, _, stderr) = spgpu(&["spmv", "/nonexistent/a.mtx"]);
+    assert!(!ok);
+    assert!(stderr.contains("/nonexistent/a.mtx"), "{stderr}");
+}

@@ -39,7 +39,7 @@ mod module;
 mod plan;
 mod vector;
 
-pub use context::{Context, DeviceInfo};
+pub use context::{Context, DeviceInfo, DEVICE_ENV};
 pub use csr::DeviceCsr;
 pub use ell::DeviceEll;
 #[doc(hidden)]
