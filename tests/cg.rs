@@ -345,3 +345,118 @@ fn invalid_parameters_are_refused() {
         assert!(matches!(err, CgError::InvalidParams(_)), "{err:?}");
     }
 }
+
+// ---- the command line: `spgpu cg` ----
+
+/// Runs `spgpu cg ARGS`; returns (success, stdout, stderr).
+fn spgpu_cg(args: &[&str]) -> (bool, String, String) {
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_spgpu")).arg("cg").args(args).output().expect("running spgpu");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A scratch folder for this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spgpu-cg-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn cli_solves_and_reports() {
+    let dir = scratch("solve");
+    let (x_path, h_path) = (dir.join("x.mtx"), dir.join("h.csv"));
+    let (ok, out, err) = spgpu_cg(&[
+        "gen:lap2d:20",
+        "--device",
+        "cpu",
+        "--precond",
+        "jacobi",
+        "-o",
+        x_path.to_str().unwrap(),
+        "--history",
+        h_path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("stop: converged after"), "{out}");
+    assert!(out.contains("true relative residual"), "{out}");
+    assert!(out.contains("error against the known solution x = 1"), "{out}");
+    assert!(out.contains("per iteration"), "{out}");
+    let x = spgpu::io::read_vector::<f64>(&x_path).unwrap();
+    assert_eq!(x.len(), 400);
+    assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6), "b = A 1, so x = 1");
+    let history = std::fs::read_to_string(&h_path).unwrap();
+    assert!(history.starts_with("iteration,residual_norm,relative_residual\n0,"));
+    assert!(history.lines().count() > 10);
+    // A right-hand side and a warm start from files.
+    let a = gen::laplacian_2d::<f64>(20);
+    let b_path = dir.join("b.mtx");
+    spgpu::io::write_vector(&b_path, &rhs_of_ones(&a)).unwrap();
+    let (ok, out, err) = spgpu_cg(&[
+        "gen:lap2d:20",
+        "--device",
+        "cpu",
+        "--rhs",
+        b_path.to_str().unwrap(),
+        "--x0",
+        x_path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert!(!out.contains("known solution"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_refuses_bad_input_with_one_line() {
+    let dir = scratch("bad");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let non_square = write("ns.mtx", "%%MatrixMarket matrix coordinate real general\n3 2 2\n1 1 1.0\n2 2 1.0\n");
+    let asym = write("asym.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 2.0\n2 2 2.0\n1 2 1.0\n");
+    let nan = write("nan.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 nan\n2 2 2.0\n");
+    let b3 = write("b3.mtx", "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (vec![&non_square], "square matrix"),
+        (vec![&asym, "--check-symmetric"], "not symmetric"),
+        (vec![&nan], "non-finite value"),
+        (vec!["gen:lap2d:2", "--rhs", &b3], "b has 3 entries, but A has 4 rows"),
+        (vec!["gen:lap2d:10", "--max-iter", "3"], "did not converge"),
+    ];
+    for (args, expected) in cases {
+        let mut args = args.clone();
+        args.extend(["--device", "cpu"]);
+        let (ok, out, err) = spgpu_cg(&args);
+        assert!(!ok, "{args:?} should fail:\n{out}");
+        assert!(err.contains(expected), "{args:?}: expected '{expected}' in: {err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("spgpu: ")).count(), 1, "{args:?}: {err}");
+    }
+    // Without --check-symmetric an asymmetric matrix is a warning, not a refusal.
+    let (_, _, err) = spgpu_cg(&[&asym, "--device", "cpu"]);
+    assert!(err.contains("warning: A is not symmetric"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_falls_back_to_the_cpu_without_a_gpu() {
+    match spgpu::gpu::Context::global() {
+        Err(e) if e.is_no_device() => {}
+        _ => {
+            println!("skipped: a GPU is present");
+            return;
+        }
+    }
+    let (ok, out, err) = spgpu_cg(&["gen:lap2d:10"]);
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(err.lines().filter(|l| l.contains("solving on the CPU")).count(), 1, "{err}");
+    assert!(out.contains("device: CPU"), "{out}");
+    let (ok, _, err) = spgpu_cg(&["gen:lap2d:10", "--device", "gpu"]);
+    assert!(!ok);
+    assert!(err.contains("no CUDA device"), "{err}");
+}
