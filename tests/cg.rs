@@ -212,6 +212,12 @@ fn zero_rhs_gives_zero_solution() {
     let (res, x) = solve(&a, &[0.0; 25], &CgParams::default());
     assert_eq!(res.unwrap().iterations, 0);
     assert!(x.iter().all(|&v| v == 0.0));
+    // Even from a non-zero start: x = 0 is the solution.
+    let mut x = vec![3.0; 25];
+    let report = cg(&Host, &a, &vec![0.0; 25], &mut x, &CgParams { history: true, ..CgParams::default() }).unwrap();
+    assert_eq!((report.iterations, report.relative_residual), (0, 0.0));
+    assert_eq!(report.history, Some(vec![0.0]));
+    assert!(x.iter().all(|&v| v == 0.0));
 }
 
 #[test]

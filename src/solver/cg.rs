@@ -379,6 +379,20 @@ where
         history: None,
     };
 
+    if b_norm == 0.0 {
+        // b = 0: the solution is x = 0, whatever x0 (and a relative tolerance means nothing).
+        backend.copy(b, x)?;
+        report.stop_reason = StopReason::Converged;
+        report.residual_norm = 0.0;
+        report.true_residual_norm = 0.0;
+        report.relative_residual = 0.0;
+        report.setup_time = t_setup.elapsed();
+        if params.history {
+            report.history = Some(vec![0.0]);
+        }
+        return Ok(report);
+    }
+
     let mut done = 0usize; // iterations of earlier starts
     let mut first = true;
     let mut last;
