@@ -84,7 +84,9 @@ fn check_mirrored<T: Scalar>(a: &CsrMatrix<T>, skew: bool) -> Result<()> {
 }
 
 /// Writes `a` as Matrix Market `coordinate real` to `w`: rows in order, columns sorted,
-/// values in shortest round-trip form, so that reading the output gives back `a` exactly.
+/// values in shortest round-trip form, so that reading the output gives back `a` exactly
+/// (infinities are written `inf`, `-inf`; a NaN is written `nan` and reads back as a NaN,
+/// without its sign and payload).
 ///
 /// `General` writes every entry; `Symmetric` writes the lower triangle (diagonal included)
 /// and `SkewSymmetric` the strictly lower triangle, after checking that `a` has that
