@@ -91,6 +91,7 @@ impl Device {
 /// The iteration's scalars, reduction buffers and residual history in device memory, with
 /// the kernels of the element type looked up once.
 pub struct DeviceState<T: Scalar> {
+    ctx: &'static Context,
     ws: Workspace,
     kernels: CgKernels<'static>,
     recording: bool,
@@ -100,6 +101,21 @@ pub struct DeviceState<T: Scalar> {
 impl<T: Scalar> std::fmt::Debug for DeviceState<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceState").field("scalar", &T::NAME).finish()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // The stream and the workspace are released through the driver, which needs the
+        // context current on this thread; a failure cannot be reported here.
+        let _ = self.ctx.make_current();
+    }
+}
+
+impl<T: Scalar> Drop for DeviceState<T> {
+    fn drop(&mut self) {
+        // As for Device: the workspace's buffers are freed with the context current.
+        let _ = self.ctx.make_current();
     }
 }
 
@@ -189,6 +205,7 @@ impl<T: Scalar> Backend<T> for Device {
 
     fn new_state(&self, _n: usize, history: usize) -> Result<DeviceState<T>> {
         Ok(DeviceState {
+            ctx: self.ctx,
             ws: Workspace::new(self.ctx, history)?,
             kernels: CgKernels::load::<T>(self.ctx)?,
             recording: false,
