@@ -3,8 +3,8 @@
 //!
 //! # How it works
 //!
-//! The input is read in chunks of at most [`CHUNK`] bytes, cut after the last complete line.
-//! Each chunk is split at line boundaries into pieces that rayon parses in parallel, each
+//! The input is read in chunks of at most [`CHUNK`] bytes, cut after the last complete line;
+//! the next chunk is read into a second buffer while one is parsed. Each chunk is split at line boundaries into pieces that rayon parses in parallel, each
 //! into its own triplet arrays; the pieces are then appended in file order, so the first
 //! bad line in file order is the one reported, with its exact line number. No line is
 //! copied or allocated: numbers are parsed from the chunk's bytes in place.
@@ -287,15 +287,12 @@ fn token_end(buf: &[u8], mut pos: usize) -> usize {
 
 /// Parses the entry lines of `buf` (whole lines), stopping at the first error or before
 /// entry number `limit + 1` (a [`K::TooManyEntries`] error).
-fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
-    let est = buf.len() / 20 + 1;
-    let mut p = Piece {
-        rows: Vec::with_capacity(if lay.indices >= 1 { est } else { 0 }),
-        cols: Vec::with_capacity(if lay.indices == 2 { est } else { 0 }),
-        vals: Vec::with_capacity(est),
-        lines: 0,
-        error: None,
-    };
+fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<T>) {
+    p.rows.clear();
+    p.cols.clear();
+    p.vals.clear();
+    p.lines = 0;
+    p.error = None;
     let n = buf.len();
     let mut pos = 0;
     let mut line = 0usize;
@@ -467,7 +464,48 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize) -> Piece<T> {
         }
     }
     p.lines = line;
-    p
+}
+
+impl<T> Piece<T> {
+    fn new() -> Self {
+        Piece { rows: Vec::new(), cols: Vec::new(), vals: Vec::new(), lines: 0, error: None }
+    }
+}
+
+/// Appends the pieces' triplets to the file's, in order, copying the pieces in parallel.
+fn append_pieces<T: Scalar>(pieces: &[Piece<T>], rows: &mut Vec<u32>, cols: &mut Vec<u32>, vals: &mut Vec<T>) {
+    append_parallel(pieces, rows, |p| &p.rows);
+    append_parallel(pieces, cols, |p| &p.cols);
+    append_parallel(pieces, vals, |p| &p.vals);
+}
+
+/// Appends `part(piece)` for every piece to `out`, each piece copied by its own task.
+fn append_parallel<P: Sync, E: Copy + Send + Sync>(
+    pieces: &[P],
+    out: &mut Vec<E>,
+    part: impl Fn(&P) -> &Vec<E> + Sync,
+) {
+    let total: usize = pieces.iter().map(|p| part(p).len()).sum();
+    if total == 0 {
+        return;
+    }
+    out.reserve(total);
+    let old = out.len();
+    let mut slots = Vec::with_capacity(pieces.len());
+    let mut rest = &mut out.spare_capacity_mut()[..total];
+    for p in pieces {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(part(p).len());
+        slots.push((p, head));
+        rest = tail;
+    }
+    slots.into_par_iter().for_each(|(p, slot)| {
+        for (d, &v) in slot.iter_mut().zip(part(p)) {
+            d.write(v);
+        }
+    });
+    // SAFETY: the `total` slots after the old length were each written above (the pieces'
+    // lengths sum to `total`, and every slot was paired with one element of its piece).
+    unsafe { out.set_len(old + total) };
 }
 
 /// Cuts `chunk` (whole lines) into pieces for parallel parsing.
@@ -526,33 +564,45 @@ pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64
     let mut cols: Vec<u32> = Vec::with_capacity(if lay.indices == 2 { cap } else { 0 });
     let mut vals: Vec<T> = Vec::with_capacity(cap);
     let mut ends_with_newline = true;
+    // Piece buffers, reused from chunk to chunk (no fresh memory to fault in each time).
+    let mut pool: Vec<Piece<T>> = Vec::new();
     loop {
         let step = src.with_next_chunk(|first_line, chunk| -> Result<usize> {
             ends_with_newline = chunk.last() == Some(&b'\n');
             let ranges = pieces(chunk);
-            let parsed: Vec<Piece<T>> = if ranges.len() == 1 {
-                vec![parse_piece(chunk, &lay, usize::MAX)]
+            while pool.len() < ranges.len() {
+                pool.push(Piece::new());
+            }
+            let used = &mut pool[..ranges.len()];
+            if ranges.len() == 1 {
+                parse_piece(chunk, &lay, usize::MAX, &mut used[0]);
             } else {
-                ranges.par_iter().map(|r| parse_piece(&chunk[r.clone()], &lay, usize::MAX)).collect()
-            };
+                used.par_iter_mut().zip(&ranges).for_each(|(p, r)| parse_piece(&chunk[r.clone()], &lay, usize::MAX, p));
+            }
+            // In file order: the first error, or the first entry past the count.
             let mut line = first_line;
-            for (range, piece) in ranges.iter().zip(parsed) {
-                let remaining = expected - vals.len();
-                let error = if piece.vals.len() > remaining {
+            let mut count = vals.len();
+            let mut take = 0;
+            for (range, piece) in ranges.iter().zip(used.iter()) {
+                let remaining = expected - count;
+                if piece.vals.len() > remaining {
                     // Parse again, stopping at the first entry past the count.
-                    parse_piece::<T>(&chunk[range.clone()], &lay, remaining).error
-                } else {
-                    piece.error
-                };
-                if let Some(mut e) = error {
+                    let mut again = Piece::new();
+                    parse_piece::<T>(&chunk[range.clone()], &lay, remaining, &mut again);
+                    let mut e = again.error.expect("a piece with more entries than the limit stops with an error");
                     e.line += line;
                     return Err(e.into());
                 }
-                rows.extend_from_slice(&piece.rows);
-                cols.extend_from_slice(&piece.cols);
-                vals.extend_from_slice(&piece.vals);
+                if let Some(e) = &piece.error {
+                    let mut e = e.clone();
+                    e.line += line;
+                    return Err(e.into());
+                }
+                count += piece.vals.len();
                 line += piece.lines;
+                take += 1;
             }
+            append_pieces(&used[..take], &mut rows, &mut cols, &mut vals);
             Ok(line - first_line)
         })?;
         match step {
@@ -633,13 +683,21 @@ impl<T: Scalar> Parsed<T> {
             .into());
         }
         let mut offsets = vec![0u32; nrows + 1];
-        let (cols, vals) = if !mirrored && rows.windows(2).all(|w| w[0] <= w[1]) {
-            // Rows already in order (as most writers emit them): the triplets are CSR.
-            for &r in &rows {
-                offsets[r as usize + 1] += 1;
-            }
+        let (cols, vals) = if !mirrored && rows.par_windows(2).all(|w| w[0] <= w[1]) {
+            // Rows already in order (as most writers emit them): the triplets are CSR, and
+            // `offsets[i]` is the number of entries in rows before `i`.
+            let block = nrows / (4 * rayon::current_num_threads()) + 1;
+            offsets.par_chunks_mut(block).enumerate().for_each(|(b, out)| {
+                let first = b * block;
+                let mut k = rows.partition_point(|&r| (r as usize) < first);
+                for (i, o) in out.iter_mut().enumerate() {
+                    while k < rows.len() && (rows[k] as usize) < first + i {
+                        k += 1;
+                    }
+                    *o = k as u32;
+                }
+            });
             drop(rows);
-            prefix_sum(&mut offsets);
             (cols, vals)
         } else {
             for (&r, &c) in rows.iter().zip(&cols) {
