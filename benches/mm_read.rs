@@ -12,7 +12,8 @@
 //! - `mm_read/spgpu_csr_f64_shuffled`: the same on the shuffled file;
 //! - `mm_read/sprs_trimat_f64`: `sprs::io::read_matrix_market` (triplets only);
 //! - `mm_read/nalgebra_coo_f64`: `nalgebra_sparse::io::load_coo_from_matrix_market_file`
-//!   (COO only), about 18 s per read: 10 samples, one iteration each, no warm-up to speak of.
+//!   (COO only), 7 to 18 s per read depending on the machine: 10 samples, one iteration
+//!   each, no warm-up to speak of.
 //!
 //! Run: `cargo bench --bench mm_read`. Set `SPGPU_MM_BENCH_ROWS` for a smaller file.
 
@@ -91,7 +92,7 @@ fn mm_read(c: &mut Criterion) {
     g.bench_function("sprs_trimat_f64", |b| {
         b.iter(|| sprs::io::read_matrix_market::<f64, usize, _>(&sorted).expect("sprs read"));
     });
-    // About 18 s per read: the minimum of 10 samples, each one read.
+    // Seconds per read: the minimum of 10 samples, each one read.
     g.warm_up_time(Duration::from_millis(1));
     g.measurement_time(Duration::from_secs(1));
     g.bench_function("nalgebra_coo_f64", |b| {
