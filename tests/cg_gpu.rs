@@ -6,66 +6,15 @@
 //! Each test skips with a printed line when there is no GPU, and fails instead when
 //! `SPGPU_REQUIRE_GPU=1`.
 
+mod common;
+use common::{gpu, rhs_of_ones, shared, true_relative_residual};
+
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
 use spgpu::solver::{
     cg, cg_with, Backend, CgError, CgParams, CgReport, Device, Host, Jacobi, PrecondForm, Preconditioner,
     PreconditionerKind, StopReason,
 };
 use spgpu::{gen, reference, CsrMatrix, Scalar};
-use std::path::PathBuf;
-
-/// The context, or `None` (with a printed line) when there is no GPU and none is required.
-fn gpu(test: &str) -> Option<&'static Context> {
-    match Context::global() {
-        Ok(ctx) => Some(ctx),
-        Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
-            println!("{test}: skipped, no GPU ({e})");
-            None
-        }
-        Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),
-    }
-}
-
-/// The shared matrix folder: `SPGPU_MATRICES`, else `../shared/matrices` beside the crate.
-fn matrices_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("SPGPU_MATRICES") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"),
-    };
-    dir.is_dir().then_some(dir)
-}
-
-/// Reads a shared matrix, or prints why the test is skipped.
-fn shared<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
-    let Some(dir) = matrices_dir() else {
-        println!("skipped: no shared matrix folder (set SPGPU_MATRICES)");
-        return None;
-    };
-    let path = dir.join(format!("{name}.mtx"));
-    if !path.exists() {
-        println!("skipped: {} not found", path.display());
-        return None;
-    }
-    Some(spgpu::io::read_csr::<T>(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
-}
-
-/// `||b - A x|| / ||b||` in f64 with the reference SpMV.
-fn true_relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> f64 {
-    let a64 = a.cast::<f64>();
-    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let mut r: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
-    reference::spmv_csr(-1.0, &a64, &x64, 1.0, &mut r).unwrap();
-    let rn = r.iter().map(|v| v * v).sum::<f64>().sqrt();
-    let bn = b.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
-    rn / bn
-}
-
-/// b = A * 1, so the exact solution is all ones.
-fn rhs_of_ones<T: Scalar>(a: &CsrMatrix<T>) -> Vec<T> {
-    let mut b = vec![T::ZERO; a.nrows()];
-    reference::spmv_csr(T::ONE, a, &vec![T::ONE; a.ncols()], T::ZERO, &mut b).unwrap();
-    b
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Format {

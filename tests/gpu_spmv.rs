@@ -4,22 +4,13 @@
 //! Each test skips with a printed line when there is no GPU, and fails instead when
 //! `SPGPU_REQUIRE_GPU=1`.
 
+mod common;
+use common::{gpu, matrices_dir};
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, VECTOR_THREADS_PER_ROW};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
-
-/// The context, or `None` (with a printed line) when there is no GPU and none is required.
-fn gpu(test: &str) -> Option<&'static Context> {
-    match Context::global() {
-        Ok(ctx) => Some(ctx),
-        Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
-            println!("{test}: skipped, no GPU ({e})");
-            None
-        }
-        Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),
-    }
-}
 
 fn tolerance<T: Scalar>() -> f64 {
     if T::BYTES == 4 {
@@ -303,13 +294,6 @@ fn spmv_works_from_many_threads() {
             });
         }
     });
-}
-
-fn matrices_dir() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("SPGPU_MATRICES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"));
-    dir.is_dir().then_some(dir)
 }
 
 fn suite_through_the_auto_plan<T: Scalar>(test: &str) {

@@ -1,0 +1,71 @@
+//! Helpers shared by the integration tests: where the shared SuiteSparse matrices are, the
+//! GPU-or-skip rule, and an independent residual check.
+//!
+//! Each test binary uses only some of these.
+#![allow(dead_code)]
+
+use spgpu::gpu::Context;
+use spgpu::{reference, CsrMatrix, Scalar};
+use std::path::PathBuf;
+
+/// The shared matrix folder: `SPGPU_MATRICES`, else `../shared/matrices` beside the crate;
+/// `None` when that folder does not exist.
+pub fn matrices_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("SPGPU_MATRICES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// Reads a shared matrix by name (without `.mtx`), or prints why the test is skipped.
+///
+/// # Panics
+///
+/// When the file exists but does not read.
+pub fn shared<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
+    let Some(dir) = matrices_dir() else {
+        println!("skipped: no shared matrix folder (set SPGPU_MATRICES)");
+        return None;
+    };
+    let path = dir.join(format!("{name}.mtx"));
+    if !path.exists() {
+        println!("skipped: {} not found", path.display());
+        return None;
+    }
+    Some(spgpu::io::read_csr::<T>(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
+}
+
+/// The context, or `None` (with a printed line) when there is no GPU and none is required.
+///
+/// # Panics
+///
+/// When no GPU is usable and `SPGPU_REQUIRE_GPU=1`, or the GPU fails otherwise.
+pub fn gpu(test: &str) -> Option<&'static Context> {
+    match Context::global() {
+        Ok(ctx) => Some(ctx),
+        Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
+            println!("{test}: skipped, no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),
+    }
+}
+
+/// `||b - A x|| / ||b||` in f64 with the reference SpMV.
+pub fn true_relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> f64 {
+    let a64 = a.cast::<f64>();
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let mut r: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+    reference::spmv_csr(-1.0, &a64, &x64, 1.0, &mut r).unwrap();
+    let rn = r.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let bn = b.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
+    rn / bn
+}
+
+/// b = A * 1, so the exact solution is all ones.
+pub fn rhs_of_ones<T: Scalar>(a: &CsrMatrix<T>) -> Vec<T> {
+    let mut b = vec![T::ZERO; a.nrows()];
+    reference::spmv_csr(T::ONE, a, &vec![T::ONE; a.ncols()], T::ZERO, &mut b).unwrap();
+    b
+}
