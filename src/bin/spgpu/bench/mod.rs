@@ -462,16 +462,22 @@ fn driver_version() -> String {
     // SAFETY: a valid out-pointer; the driver is initialized by `Context::global`.
     let ok = unsafe { cust::sys::cuDriverGetVersion(&mut v) } == cust::sys::cudaError_enum::CUDA_SUCCESS;
     let cuda = if ok { format!("CUDA {}.{}", v / 1000, (v % 1000) / 10) } else { "CUDA unknown".into() };
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Sun ..." -> 580.159.04
-    let kernel = std::fs::read_to_string("/proc/driver/nvidia/version").ok().and_then(|t| {
-        let line = t.lines().next()?.to_string();
-        let after = line.split("Kernel Module").nth(1)?;
-        after.split_whitespace().next().map(str::to_string)
-    });
+    let kernel = std::fs::read_to_string("/proc/driver/nvidia/version").ok().and_then(|t| nvrm_version(&t));
     match kernel {
         Some(k) => format!("{k} ({cuda})"),
         None => cuda,
     }
+}
+
+/// The driver version in the text of `/proc/driver/nvidia/version`: the first word after
+/// "Kernel Module" that starts with a digit and holds a dot (`... Kernel Module  535.104.05`,
+/// `... Open Kernel Module for x86_64  580.159.04`).
+fn nvrm_version(text: &str) -> Option<String> {
+    let after = text.lines().next()?.split("Kernel Module").nth(1)?;
+    after
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_string)
 }
 
 /// Writes `text` to `path`, naming the file in the error.
@@ -662,6 +668,15 @@ mod tests {
         let missing = inputs(&[], &[], Some(dir.join("nope"))).unwrap_err().to_string();
         assert!(missing.contains("run matrices/fetch"), "{missing}");
         assert!(inputs(&[dir.join("nope.mtx")], &[], None).is_err());
+    }
+
+    #[test]
+    fn driver_versions_are_found_in_both_module_flavours() {
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  Thu\nGCC version: gcc 12";
+        assert_eq!(nvrm_version(open).as_deref(), Some("580.159.04"));
+        let closed = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
+        assert_eq!(nvrm_version(closed).as_deref(), Some("535.104.05"));
+        assert_eq!(nvrm_version("something else"), None);
     }
 
     #[test]

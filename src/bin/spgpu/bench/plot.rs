@@ -96,7 +96,7 @@ pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
         // the matrix names are drawn below, rotated and starting at the axis
         .x_label_formatter(&|_| String::new())
         .y_desc("GB/s (log)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| if *v >= 1.0 { format!("{v:.0}") } else { format!("{v:.2}") })
         .draw()?;
     if copy.is_finite() {
         chart
