@@ -318,8 +318,7 @@ fn invalid_parameters_are_refused() {
 
 /// Runs `spgpu cg ARGS`; returns (success, stdout, stderr).
 fn spgpu_cg(args: &[&str]) -> (bool, String, String) {
-    let out =
-        std::process::Command::new(env!("CARGO_BIN_EXE_spgpu")).arg("cg").args(args).output().expect("running spgpu");
+    let out = std::process::Command::new(common::spgpu_binary()).arg("cg").args(args).output().expect("running spgpu");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

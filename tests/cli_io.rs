@@ -1,15 +1,17 @@
 //! The `info`, `convert` and `gen` commands: output, round trips, and one-line errors that
 //! name the file and line with a non-zero exit.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn spgpu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spgpu")).args(args).output().expect("running spgpu")
+    Command::new(common::spgpu_binary()).args(args).output().expect("running spgpu")
 }
 
 fn data(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel).to_str().unwrap().to_string()
+    common::crate_root().join("tests/data").join(rel).to_str().unwrap().to_string()
 }
 
 /// A scratch directory for this test binary, removed at the end of each test that uses it.

@@ -5,7 +5,7 @@
 //! `SPGPU_REQUIRE_GPU=1`.
 
 mod common;
-use common::{gpu, matrices_dir};
+use common::{gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -346,16 +346,6 @@ fn suite_matrices_through_the_auto_plan_f32() {
     suite_through_the_auto_plan::<f32>("suite_matrices_through_the_auto_plan_f32");
 }
 
-/// The `spgpu` binary: cargo's build of it, or the staged copy (`.gpu/bin/spgpu` under the
-/// crate root named by `CARGO_MANIFEST_DIR` at run time) when the tests run on a GPU host
-/// without the build tree.
-fn spgpu_binary() -> Option<std::path::PathBuf> {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_spgpu"));
-    let root = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
-    let staged = std::path::Path::new(&root).join(".gpu/bin/spgpu");
-    [built, staged].into_iter().find(|p| p.is_file())
-}
-
 /// Runs the `spgpu` binary with `args`; returns (success, stdout, stderr).
 fn spgpu(bin: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new(bin).args(args).output().expect("spgpu runs");
@@ -368,10 +358,7 @@ fn spgpu(bin: &std::path::Path, args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn spmv_command_checks_and_times_or_falls_back_to_the_cpu() {
-    let Some(bin) = spgpu_binary() else {
-        println!("spmv_command_checks_and_times_or_falls_back_to_the_cpu: skipped, no spgpu binary found");
-        return;
-    };
+    let bin = spgpu_binary();
     let (ok, stdout, stderr) =
         spgpu(&bin, &["spmv", "gen:lap2d:30", "--kernel", "auto,vector:4,ell", "--repeats", "3", "--launches", "5"]);
     assert!(ok, "spgpu spmv failed: {stderr}");
@@ -394,10 +381,7 @@ fn spmv_command_checks_and_times_or_falls_back_to_the_cpu() {
 
 #[test]
 fn spmv_command_refuses_bad_arguments() {
-    let Some(bin) = spgpu_binary() else {
-        println!("spmv_command_refuses_bad_arguments: skipped, no spgpu binary found");
-        return;
-    };
+    let bin = spgpu_binary();
     let (ok, _, stderr) = spgpu(&bin, &["spmv", "gen:lap2d:5", "--kernel", "vector:3"]);
     assert!(!ok);
     assert!(stderr.starts_with("spgpu: invalid argument: unknown kernel \"vector:3\""), "{stderr}");

@@ -8,12 +8,33 @@ use spgpu::gpu::Context;
 use spgpu::{reference, CsrMatrix, Scalar};
 use std::path::PathBuf;
 
+/// The crate root: `CARGO_MANIFEST_DIR` at run time (cargo sets it, and so does the runner of
+/// staged test executables on a GPU host), else where the crate was built.
+pub fn crate_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
+/// The `spgpu` binary: cargo's build of it, or the staged copy (`.gpu/bin/spgpu` under the
+/// crate root) when the tests run on a GPU host without the build tree.
+///
+/// # Panics
+///
+/// When neither exists.
+pub fn spgpu_binary() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_spgpu"));
+    let staged = crate_root().join(".gpu/bin/spgpu");
+    [built.clone(), staged.clone()]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no spgpu binary: neither {} nor {}", built.display(), staged.display()))
+}
+
 /// The shared matrix folder: `SPGPU_MATRICES`, else `../shared/matrices` beside the crate;
 /// `None` when that folder does not exist.
 pub fn matrices_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("SPGPU_MATRICES") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"),
+        None => crate_root().join("../shared/matrices"),
     };
     dir.is_dir().then_some(dir)
 }
