@@ -95,20 +95,8 @@ pub struct DeviceState<T: Scalar> {
     ws: Workspace,
     kernels: CgKernels<'static>,
     recording: bool,
-    /// Held for the whole solve: device solves run one at a time in a process (see
-    /// [`SOLVE_LOCK`]).
-    _solve: std::sync::MutexGuard<'static, ()>,
     _t: PhantomData<T>,
 }
-
-/// Serializes device solves across threads.
-///
-/// All of spgpu's work goes to one stream, so solves from several threads never overlap on
-/// the GPU anyway; but on the H200, one of three runs of the GPU CG tests with the test
-/// harness's threads solving at once ended with `CUDA_ERROR_UNKNOWN` in every thread (the
-/// same tests pass one thread at a time, and under compute-sanitizer). Until the cause is
-/// found, a solve holds this lock from its first device allocation to its end.
-static SOLVE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl<T: Scalar> std::fmt::Debug for DeviceState<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -216,11 +204,7 @@ impl<T: Scalar> Backend<T> for Device {
     }
 
     fn new_state(&self, _n: usize, history: usize) -> Result<DeviceState<T>> {
-        // A poisoned lock only means another solve panicked; the GPU state it guards is
-        // rebuilt by every solve.
-        let solve = SOLVE_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         Ok(DeviceState {
-            _solve: solve,
             ctx: self.ctx,
             ws: Workspace::new(self.ctx, history)?,
             kernels: CgKernels::load::<T>(self.ctx)?,
