@@ -22,6 +22,18 @@ enum Format {
     Ell,
 }
 
+/// Runs the GPU solves of this file one at a time.
+///
+/// Known limitation: on the H200, GPU CG solves from several threads at once (the test
+/// harness's default) ended with `CUDA_ERROR_UNKNOWN` in every thread in most runs, and once
+/// in a segmentation fault, while the same tests pass one at a time and under
+/// compute-sanitizer. Until that is found and fixed, these tests hold this lock, and the
+/// solver's docs say to drive GPU solves from one thread at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static GPU_SOLVES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GPU_SOLVES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Solves on the GPU from x0 = 0; returns the result and the downloaded solution.
 fn gpu_solve<T: Scalar>(
     ctx: &'static Context,
@@ -70,6 +82,7 @@ fn check_converges(
 
 #[test]
 fn converges_on_shared_spd_matrices() {
+    let _serial = serial();
     let Some(ctx) = gpu("converges_on_shared_spd_matrices") else { return };
     for (name, precond) in [
         ("494_bus", PreconditionerKind::None),
@@ -97,6 +110,7 @@ fn converges_on_shared_spd_matrices() {
 
 #[test]
 fn converges_on_poisson_problems() {
+    let _serial = serial();
     let Some(ctx) = gpu("converges_on_poisson_problems") else { return };
     let lap = gen::laplacian_2d::<f64>(40);
     let csr = check_converges(ctx, "lap2d:40", &lap, PreconditionerKind::None, 1e-10, Format::Csr);
@@ -111,6 +125,7 @@ fn converges_on_poisson_problems() {
 
 #[test]
 fn single_precision_converges_to_a_single_precision_tolerance() {
+    let _serial = serial();
     let Some(ctx) = gpu("single_precision") else { return };
     let a = gen::laplacian_2d::<f32>(30);
     let b = rhs_of_ones(&a);
@@ -126,6 +141,7 @@ fn single_precision_converges_to_a_single_precision_tolerance() {
 /// the ranges `tests/cg.rs` asserts.
 #[test]
 fn jacobi_brings_bcsstk13_to_1e_8() {
+    let _serial = serial();
     let Some(ctx) = gpu("jacobi_brings_bcsstk13_to_1e_8") else { return };
     let Some(a) = shared::<f64>("bcsstk13") else { return };
     let with = check_converges(ctx, "bcsstk13", &a, PreconditionerKind::Jacobi, 1e-8, Format::Csr);
@@ -141,6 +157,7 @@ fn jacobi_brings_bcsstk13_to_1e_8() {
 
 #[test]
 fn indefinite_hang_glider_never_reports_converged() {
+    let _serial = serial();
     let Some(ctx) = gpu("indefinite_hang_glider") else { return };
     let Some(a) = shared::<f64>("hangGlider_2") else { return };
     let b = rhs_of_ones(&a);
@@ -157,6 +174,7 @@ fn indefinite_hang_glider_never_reports_converged() {
 
 #[test]
 fn two_runs_are_bit_identical_and_match_the_cpu() {
+    let _serial = serial();
     let Some(ctx) = gpu("two_runs_are_bit_identical") else { return };
     let a = gen::laplacian_2d::<f64>(300);
     let b: Vec<f64> = (0..a.nrows()).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
@@ -186,6 +204,7 @@ fn two_runs_are_bit_identical_and_match_the_cpu() {
 /// launches: the same iterates, bit for bit, and the same count.
 #[test]
 fn graph_replay_gives_the_same_iterates_as_direct_launches() {
+    let _serial = serial();
     let Some(ctx) = gpu("graph_replay") else { return };
     let a = gen::laplacian_2d::<f64>(123);
     let b = rhs_of_ones(&a);
@@ -213,6 +232,7 @@ fn bits_equal(a: &[f64], b: &[f64]) -> bool {
 
 #[test]
 fn iteration_count_does_not_depend_on_the_check_interval() {
+    let _serial = serial();
     let Some(ctx) = gpu("check_interval") else { return };
     let a = gen::laplacian_2d::<f64>(30);
     let b = rhs_of_ones(&a);
@@ -230,6 +250,7 @@ fn iteration_count_does_not_depend_on_the_check_interval() {
 
 #[test]
 fn warm_start_from_the_solution_takes_no_iteration() {
+    let _serial = serial();
     let Some(ctx) = gpu("warm_start") else { return };
     let a = gen::laplacian_2d::<f64>(10);
     let b = rhs_of_ones(&a);
@@ -258,6 +279,7 @@ impl Preconditioner<f64, Device> for GeneralJacobi {
 
 #[test]
 fn general_preconditioner_path_matches_the_fused_one() {
+    let _serial = serial();
     let Some(ctx) = gpu("general_preconditioner") else { return };
     let a = gen::laplacian_3d_27pt::<f64>(8);
     let b = rhs_of_ones(&a);
@@ -275,6 +297,7 @@ fn general_preconditioner_path_matches_the_fused_one() {
 
 #[test]
 fn errors_on_the_gpu() {
+    let _serial = serial();
     let Some(ctx) = gpu("errors_on_the_gpu") else { return };
     // Negative definite: p'Ap < 0 at the first iteration.
     let mut neg = gen::laplacian_2d::<f64>(4);

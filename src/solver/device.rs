@@ -19,8 +19,14 @@ use cust::stream::{Stream, StreamFlags};
 /// run their own SpMV and a separate reduction), the fused update of `x`, `r` and the
 /// norms, and `p = z + beta p`. Reductions are deterministic: a run repeats bit for bit.
 ///
-/// It holds a small workspace for [`Backend::dot`], so it is not `Sync`; make one per
-/// thread.
+/// It holds a small workspace for [`Backend::dot`], so it is not `Sync`.
+///
+/// **Known limitation: run GPU solves from one thread at a time.** On the H200, GPU solves
+/// from several threads at once (each with its own `Device`) ended with
+/// `CUDA_ERROR_UNKNOWN` in every thread in most runs, and once in a segmentation fault; the
+/// same solves one at a time pass, also under compute-sanitizer. The cause is not found yet
+/// (CUDA-graph capture on a per-`Device` stream is the main suspect). All of spgpu's work
+/// shares one stream, so serializing solves costs no GPU throughput.
 ///
 /// # Example
 ///
