@@ -195,7 +195,7 @@ fn run_kernel<T: Scalar>(
     }
     per_launch.sort_by(f64::total_cmp);
     let median = per_launch[per_launch.len() / 2];
-    let bytes = model_bytes::<T>(a.nrows(), a.ncols(), a.nnz(), args.beta != 0.0);
+    let bytes = crate::bench::model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
     println!(
@@ -218,11 +218,4 @@ fn run_kernel<T: Scalar>(
         median * 1e6
     );
     Ok(())
-}
-
-/// The bytes SpMV must move at least: every value and column index once, the row offsets
-/// once, `x` once, `y` written once and read once more when `beta != 0`.
-fn model_bytes<T: Scalar>(nrows: usize, ncols: usize, nnz: usize, reads_y: bool) -> usize {
-    let v = T::BYTES;
-    nnz * (4 + v) + (nrows + 1) * 4 + ncols * v + nrows * v + if reads_y { nrows * v } else { 0 }
 }

@@ -22,7 +22,7 @@
 
 mod cpu;
 mod cusparse;
-mod model;
+pub(crate) mod model;
 mod plot;
 mod report;
 mod timing;
