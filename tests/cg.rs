@@ -4,11 +4,9 @@
 //! catalogue of invalid inputs.
 
 mod common;
-use common::{rhs_of_ones, shared, true_relative_residual};
+use common::{rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
 
-use spgpu::solver::{
-    cg, cg_with, Backend, CgError, CgParams, Host, Jacobi, PrecondForm, Preconditioner, PreconditionerKind, StopReason,
-};
+use spgpu::solver::{cg, cg_with, CgError, CgParams, Host, Jacobi, PreconditionerKind, StopReason};
 use spgpu::{gen, CsrMatrix, Scalar};
 use std::path::PathBuf;
 
@@ -189,20 +187,6 @@ fn single_precision_converges_to_a_single_precision_tolerance() {
     let (res, x) = solve(&a, &b, &CgParams { rtol: 1e-5, ..CgParams::default() });
     res.unwrap();
     assert!(true_relative_residual(&a, &x, &b) <= 1e-5);
-}
-
-/// Jacobi through the general (unfused) path gives the same iterates, to rounding.
-struct GeneralJacobi(Jacobi<Vec<f64>>);
-impl Preconditioner<f64, Host> for GeneralJacobi {
-    fn name(&self) -> &'static str {
-        "general-jacobi"
-    }
-    fn apply(&self, backend: &Host, r: &Vec<f64>, z: &mut Vec<f64>) -> spgpu::Result<()> {
-        backend.hadamard(self.0.inverse_diagonal(), r, z)
-    }
-    fn form(&self) -> PrecondForm<'_, Vec<f64>> {
-        PrecondForm::General
-    }
 }
 
 #[test]

@@ -7,13 +7,10 @@
 //! `SPGPU_REQUIRE_GPU=1`.
 
 mod common;
-use common::{gpu, rhs_of_ones, shared, true_relative_residual};
+use common::{gpu, rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
 
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
-use spgpu::solver::{
-    cg, cg_with, Backend, CgError, CgParams, CgReport, Device, Host, Jacobi, PrecondForm, Preconditioner,
-    PreconditionerKind, StopReason,
-};
+use spgpu::solver::{cg, cg_with, CgError, CgParams, CgReport, Device, Host, Jacobi, PreconditionerKind, StopReason};
 use spgpu::{gen, reference, CsrMatrix, Scalar};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -261,20 +258,6 @@ fn warm_start_from_the_solution_takes_no_iteration() {
     let report = cg(&device, &d_a, &d_b, &mut d_x, &CgParams::default()).unwrap();
     assert_eq!(report.iterations, 0);
     assert!(d_x.to_vec().unwrap().iter().all(|&v| v == 1.0));
-}
-
-/// Jacobi through the general (unfused) path: the hadamard and rho kernels.
-struct GeneralJacobi(Jacobi<DeviceVector<f64>>);
-impl Preconditioner<f64, Device> for GeneralJacobi {
-    fn name(&self) -> &'static str {
-        "general-jacobi"
-    }
-    fn apply(&self, backend: &Device, r: &DeviceVector<f64>, z: &mut DeviceVector<f64>) -> spgpu::Result<()> {
-        backend.hadamard(self.0.inverse_diagonal(), r, z)
-    }
-    fn form(&self) -> PrecondForm<'_, DeviceVector<f64>> {
-        PrecondForm::General
-    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use spgpu::gpu::Context;
+use spgpu::solver::{Backend, Jacobi, PrecondForm, Preconditioner};
 use spgpu::{reference, CsrMatrix, Scalar};
 use std::path::PathBuf;
 
@@ -89,4 +90,20 @@ pub fn rhs_of_ones<T: Scalar>(a: &CsrMatrix<T>) -> Vec<T> {
     let mut b = vec![T::ZERO; a.nrows()];
     reference::spmv_csr(T::ONE, a, &vec![T::ONE; a.ncols()], T::ZERO, &mut b).unwrap();
     b
+}
+
+/// Jacobi applied through the general (unfused) preconditioner path: the backend's
+/// `hadamard` each iteration instead of the fused kernels, so tests can compare the two.
+pub struct GeneralJacobi<V>(pub Jacobi<V>);
+
+impl<T: Scalar, B: Backend<T>> Preconditioner<T, B> for GeneralJacobi<B::Vector> {
+    fn name(&self) -> &'static str {
+        "general-jacobi"
+    }
+    fn apply(&self, backend: &B, r: &B::Vector, z: &mut B::Vector) -> spgpu::Result<()> {
+        backend.hadamard(self.0.inverse_diagonal(), r, z)
+    }
+    fn form(&self) -> PrecondForm<'_, B::Vector> {
+        PrecondForm::General
+    }
 }
