@@ -62,6 +62,38 @@ pub enum Error {
     /// not apply to the matrix, or a non-finite scalar where one is required).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Building or uploading something would need more memory than is available (or than a
+    /// limit the caller set); nothing was allocated. The message gives the estimate, what is
+    /// available and how to raise the limit.
+    #[error("not enough {memory} memory for {what}: needs about {}, {} available{}", human_bytes(*needed), human_bytes(*available), if hint.is_empty() { String::new() } else { format!(" ({hint})") })]
+    InsufficientMemory {
+        /// What was to be built, for example "gen:lap2d:20000 (f64 CSR)".
+        what: String,
+        /// "host" or "device".
+        memory: &'static str,
+        /// The estimated bytes it needs.
+        needed: u64,
+        /// The bytes available (or the limit in force).
+        available: u64,
+        /// How to proceed anyway, for example "raise the limit with --mem-limit"; may be empty.
+        hint: String,
+    },
+}
+
+/// Bytes as a short human-readable size with binary units ("1.5 GiB").
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }
 
 impl From<std::io::Error> for Error {

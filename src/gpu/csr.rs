@@ -38,6 +38,7 @@ pub struct DeviceCsr<T: Scalar> {
     values: Option<DeviceBuffer<T>>,
     stats: RowStats,
     plan: SpmvPlan,
+    preprocessing: std::time::Duration,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -58,8 +59,10 @@ impl<T: Scalar> DeviceCsr<T> {
     /// [`SpmvPlan::with_choice`]), checked before anything is uploaded; [`Error::Cuda`] when
     /// allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
+        let started = std::time::Instant::now();
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
+        let preprocessing = started.elapsed();
         ctx.make_current()?;
         let row_offsets = DeviceBuffer::from_slice(a.row_offsets())
             .map_err(|e| Error::cuda(format!("uploading {} CSR row offsets", a.nrows() + 1), e))?;
@@ -75,6 +78,7 @@ impl<T: Scalar> DeviceCsr<T> {
             values,
             stats,
             plan,
+            preprocessing,
         })
     }
 
@@ -95,6 +99,9 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             // SpmvPlan::with_choice refuses Ell for CSR, so this arm only guards the invariant.
             SpmvKernel::Ell => Err(Error::InvalidArgument("a CSR matrix cannot run the ELL kernel".to_string())),
+            SpmvKernel::Balanced => {
+                Err(Error::InvalidArgument("the balanced kernel is not available in this build".to_string()))
+            }
         }
     }
 
@@ -112,6 +119,18 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The plan that [`spmv`](DeviceCsr::spmv) follows.
     pub fn plan(&self) -> &SpmvPlan {
         &self.plan
+    }
+
+    /// Time spent at upload on preprocessing for the plan (row statistics, row blocks,
+    /// storage conversion), on the host; the copies to the device are not included.
+    pub fn preprocessing(&self) -> std::time::Duration {
+        self.preprocessing
+    }
+
+    /// Device memory the matrix holds, in bytes: the CSR arrays and whatever extra storage
+    /// the plan chose.
+    pub fn device_bytes(&self) -> usize {
+        (self.nrows + 1) * 4 + self.nnz * (4 + std::mem::size_of::<T>())
     }
 
     /// The row statistics the plan was made from.

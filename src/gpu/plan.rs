@@ -21,6 +21,9 @@ pub enum SpmvKernel {
     },
     /// ELLPACK, column-major, one thread per row (`spmv_ell_<scalar>`).
     Ell,
+    /// Load-balanced CSR: row blocks of about equal entry counts made at upload, long rows
+    /// split over several blocks (`spmv_csr_balanced_<scalar>`).
+    Balanced,
 }
 
 impl fmt::Display for SpmvKernel {
@@ -29,6 +32,7 @@ impl fmt::Display for SpmvKernel {
             SpmvKernel::Scalar => write!(f, "csr scalar"),
             SpmvKernel::Vector { threads_per_row } => write!(f, "csr vector ({threads_per_row} threads per row)"),
             SpmvKernel::Ell => write!(f, "ell"),
+            SpmvKernel::Balanced => write!(f, "csr balanced"),
         }
     }
 }
@@ -58,6 +62,20 @@ pub enum KernelChoice {
     VectorTpr(u32),
     /// The ELLPACK kernel: applies to a [`DeviceEll`](super::DeviceEll) only.
     Ell,
+    /// The load-balanced CSR kernel.
+    Balanced,
+}
+
+impl KernelChoice {
+    /// Every kernel a user can force on a device of this warp size, in a fixed order:
+    /// `scalar`, `vector:N` for each compiled N up to the warp size, `balanced`, `ell`.
+    pub fn forced(warp_size: u32) -> Vec<KernelChoice> {
+        let mut v = vec![KernelChoice::Scalar];
+        v.extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&t| t <= warp_size).map(|&t| KernelChoice::VectorTpr(t)));
+        v.push(KernelChoice::Balanced);
+        v.push(KernelChoice::Ell);
+        v
+    }
 }
 
 impl FromStr for KernelChoice {
@@ -66,7 +84,7 @@ impl FromStr for KernelChoice {
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
             Error::InvalidArgument(format!(
-                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32) or ell"
+                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32), balanced or ell"
             ))
         };
         match s {
@@ -74,6 +92,7 @@ impl FromStr for KernelChoice {
             "scalar" => Ok(KernelChoice::Scalar),
             "vector" => Ok(KernelChoice::Vector),
             "ell" => Ok(KernelChoice::Ell),
+            "balanced" => Ok(KernelChoice::Balanced),
             _ => {
                 let n = s.strip_prefix("vector:").ok_or_else(bad)?.parse::<u32>().map_err(|_| bad())?;
                 if VECTOR_THREADS_PER_ROW.contains(&n) {
@@ -94,6 +113,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::Vector => write!(f, "vector"),
             KernelChoice::VectorTpr(n) => write!(f, "vector:{n}"),
             KernelChoice::Ell => write!(f, "ell"),
+            KernelChoice::Balanced => write!(f, "balanced"),
         }
     }
 }
@@ -277,6 +297,7 @@ impl SpmvPlan {
                 }
                 (SpmvKernel::Vector { threads_per_row: n }, "forced by the user".to_string())
             }
+            KernelChoice::Balanced => (SpmvKernel::Balanced, "forced by the user".to_string()),
             KernelChoice::Ell => {
                 return Err(Error::InvalidArgument(
                     "the ELL kernel needs an ELLPACK matrix: upload it as a DeviceEll".to_string(),
@@ -499,7 +520,7 @@ mod tests {
 
     #[test]
     fn choices_parse_and_print() {
-        for s in ["auto", "scalar", "vector", "vector:2", "vector:32", "ell"] {
+        for s in ["auto", "scalar", "vector", "vector:2", "vector:32", "ell", "balanced"] {
             assert_eq!(s.parse::<KernelChoice>().unwrap().to_string(), s);
         }
         for s in ["", "vector:", "vector:1", "vector:64", "csr", "Vector"] {

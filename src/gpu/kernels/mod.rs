@@ -64,6 +64,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
             format!("spmv_csr_vector_tpr{threads_per_row}_{scalar}")
         }
         GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
+        GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
     }
 }
