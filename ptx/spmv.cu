@@ -88,6 +88,149 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
     store_axpby(y, row, alpha, sum, beta);
 }
 
+// ---------------------------------------------------------------------------------------
+// Load-balanced CSR (src/gpu/balance.rs describes the row blocks and how they are made).
+//
+// One block of SPGPU_BLOCK threads per row block. A stream block (whole rows, at most
+// SPGPU_BALANCED_ENTRIES entries and SPGPU_BLOCK rows) loads its entries with coalesced reads,
+// keeps the products values[j] * x[col[j]] in shared memory, then sums each row there with a
+// group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
+// its row flagged with SPGPU_LONG_FLAG) sums its piece and writes the sum to partials[block];
+// spmv_csr_balanced_fixup adds the pieces of each long row in order and writes y. Every sum
+// has a fixed order: results repeat bit for bit.
+#define SPGPU_BALANCED_ENTRIES 2048
+#define SPGPU_LONG_FLAG 0x80000000u
+
+// The block-wide sum of `v`, valid in thread 0; every thread of the block must call it.
+__device__ __forceinline__ acc_t block_sum(acc_t v) {
+    __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
+    v = group_sum<32>(v);
+    const unsigned warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) {
+        warp_sums[warp] = v;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        v = threadIdx.x < SPGPU_BLOCK / 32 ? warp_sums[threadIdx.x] : acc_t(0);
+        v = group_sum<SPGPU_BLOCK / 32>(v);
+    }
+    return v;
+}
+
+template <typename T>
+__device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_offsets,
+                                             const unsigned* __restrict__ col_indices,
+                                             const T* __restrict__ values, const T* __restrict__ x, T alpha,
+                                             T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
+                                             const unsigned* __restrict__ block_entry,
+                                             acc_t* __restrict__ partials) {
+    __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
+    const unsigned b = blockIdx.x;
+    const unsigned row_tag = ldg(block_row + b);
+    const unsigned e0 = ldg(block_entry + b);
+    const unsigned n = ldg(block_entry + b + 1) - e0;
+    const unsigned tid = threadIdx.x;
+    constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
+
+    if (row_tag & SPGPU_LONG_FLAG) {
+        // A chunk of a long row: its sum goes to partials[b].
+        acc_t sum = 0;
+        if (alpha != T(0)) {
+            unsigned c[PER_THREAD];
+            T v[PER_THREAD];
+#pragma unroll
+            for (unsigned k = 0; k < PER_THREAD; ++k) {
+                const unsigned i = tid + k * SPGPU_BLOCK;
+                c[k] = i < n ? ldg(col_indices + e0 + i) : 0u;
+                v[k] = i < n ? ldg(values + e0 + i) : T(0);
+            }
+#pragma unroll
+            for (unsigned k = 0; k < PER_THREAD; ++k) {
+                if (tid + k * SPGPU_BLOCK < n) {
+                    sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
+                }
+            }
+        }
+        sum = block_sum(sum);
+        if (tid == 0) {
+            partials[b] = sum;
+        }
+        return;
+    }
+
+    // A stream block: rows r0..r1.
+    const unsigned r0 = row_tag;
+    const unsigned r1 = ldg(block_row + b + 1) & ~SPGPU_LONG_FLAG;
+    const unsigned rows = r1 - r0;
+    if (alpha != T(0)) {
+        unsigned c[PER_THREAD];
+        T v[PER_THREAD];
+#pragma unroll
+        for (unsigned k = 0; k < PER_THREAD; ++k) {
+            const unsigned i = tid + k * SPGPU_BLOCK;
+            c[k] = i < n ? ldg(col_indices + e0 + i) : 0u;
+            v[k] = i < n ? ldg(values + e0 + i) : T(0);
+        }
+#pragma unroll
+        for (unsigned k = 0; k < PER_THREAD; ++k) {
+            const unsigned i = tid + k * SPGPU_BLOCK;
+            if (i < n) {
+                prod[i] = acc_t(v[k]) * acc_t(ldg(x + c[k]));
+            }
+        }
+        __syncthreads();
+    }
+    // threads_per_row(rows): the largest power of two t with rows * t <= SPGPU_BLOCK, at most 32.
+    const unsigned t_max = SPGPU_BLOCK / rows;
+    const unsigned tpr = min(32u, 1u << (31 - __clz(t_max)));
+    const unsigned group = tid / tpr;
+    const unsigned lane = tid % tpr;
+    const unsigned row = r0 + group;
+    const bool active = group < rows;
+    acc_t sum = 0;
+    if (active && alpha != T(0)) {
+        const unsigned s = ldg(row_offsets + row) - e0;
+        const unsigned e = ldg(row_offsets + row + 1) - e0;
+        for (unsigned i = s + lane; i < e; i += tpr) {
+            sum += prod[i];
+        }
+    }
+    // Sum over each group of tpr lanes (every lane of the warp takes part).
+    for (unsigned offset = tpr / 2; offset > 0; offset /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, offset, tpr);
+    }
+    if (active && lane == 0) {
+        store_axpby(y, row, alpha, sum, beta);
+    }
+}
+
+// Long rows: for each [row, first, count] of long_rows, y[row] = alpha * (partials[first] +
+// ... + partials[first + count - 1]) + beta * y[row], one warp per long row, summed in a
+// fixed order.
+template <typename T>
+__device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigned* __restrict__ long_rows,
+                                                   const acc_t* __restrict__ partials, T alpha, T beta,
+                                                   T* __restrict__ y) {
+    const unsigned j = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const unsigned lane = threadIdx.x % 32;
+    if (j >= nlong) {
+        return;  // whole warps leave together: blockDim.x is a multiple of 32
+    }
+    const unsigned row = ldg(long_rows + 3 * j);
+    const unsigned first = ldg(long_rows + 3 * j + 1);
+    const unsigned count = ldg(long_rows + 3 * j + 2);
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        for (unsigned k = lane; k < count; k += 32) {
+            sum += partials[first + k];
+        }
+    }
+    sum = group_sum<32>(sum);
+    if (lane == 0) {
+        store_axpby(y, row, alpha, sum, beta);
+    }
+}
+
 // y[i] = value for i < n (a dense vector fill).
 template <typename T>
 __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
@@ -122,6 +265,19 @@ __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
                      T *__restrict__ y) {                                                                  \
         ell<T>(nrows, width, col_indices, values, x, alpha, beta, y);                                      \
     }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_##T(                    \
+        const unsigned *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,              \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const unsigned *__restrict__ block_entry,                \
+        acc_t *__restrict__ partials) {                                                                  \
+        csr_balanced<T>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,     \
+                        partials);                                                                       \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_fixup_##T(              \
+        unsigned nlong, const unsigned *__restrict__ long_rows, const acc_t *__restrict__ partials,       \
+        T alpha, T beta, T *__restrict__ y) {                                                            \
+        csr_balanced_fixup<T>(nlong, long_rows, partials, alpha, beta, y);                               \
+    }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \
         fill<T>(n, value, y);                                                                              \

@@ -9,7 +9,7 @@ use common::{gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, VECTOR_THREADS_PER_ROW};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
 
 fn tolerance<T: Scalar>() -> f64 {
@@ -72,7 +72,41 @@ fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
         ("one long row among short ones", one_long_row(301, 100_003, 7, 100_000, 6)),
         ("lap2d 23", gen::laplacian_2d(23)),
         ("stencil27 7", gen::laplacian_3d_27pt(7)),
+        ("one row holds 90% of the entries", lengths_csr(&ninety_percent_row(), 60_000, 9)),
+        ("one column", random_csr(5000, 1, 1, 3, 10)),
+        ("rows at the chunk boundaries", lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047], 8192, 11)),
+        ("many long rows among short ones", lengths_csr(&many_long_rows(), 10_000, 12)),
     ]
+}
+
+/// 3000 rows of 0..=4 entries, and row 1500 with 9 times all of them together.
+fn ninety_percent_row() -> Vec<usize> {
+    let mut l: Vec<usize> = (0..3000).map(|i| (i * 7) % 5).collect();
+    l[1500] = 9 * l.iter().sum::<usize>();
+    l
+}
+
+/// 20000 rows of 0..=6 entries with every 997th row of 3000 to 9000.
+fn many_long_rows() -> Vec<usize> {
+    (0..20_000).map(|i| if i % 997 == 5 { 3000 + (i * 13) % 6000 } else { (i * 11) % 7 }).collect()
+}
+
+/// A matrix with the given row lengths, random distinct columns below `ncols` and values in
+/// `[-1, 1)`.
+fn lengths_csr(lengths: &[usize], ncols: usize, seed: u64) -> CsrMatrix<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut offsets = vec![0u32];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for &len in lengths {
+        let mut c = rand::seq::index::sample(&mut rng, ncols, len.min(ncols)).into_vec();
+        c.sort_unstable();
+        for j in c {
+            cols.push(j as u32);
+            vals.push(rng.random_range(-1.0..1.0));
+        }
+        offsets.push(cols.len() as u32);
+    }
+    CsrMatrix::try_from_parts(lengths.len(), ncols, offsets, cols, vals).expect("a valid matrix")
 }
 
 /// A 1 x n matrix whose single row holds all `n` columns.
@@ -98,19 +132,21 @@ impl<T: Scalar> Uploaded<T> {
     }
 }
 
-/// Every kernel choice, ELL included when the matrix's ELL form stays under 4M slots.
+/// Every kernel choice (`auto` and each forced kernel), ELL when its padding stays within the
+/// default limit, plus a `DeviceEll` uploaded directly.
 fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, Uploaded<T>)> {
     let mut out = Vec::new();
-    let mut choices = vec![KernelChoice::Auto, KernelChoice::Scalar];
-    choices
-        .extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&n| n <= ctx.warp_size()).map(|&n| KernelChoice::VectorTpr(n)));
+    let mut choices = vec![KernelChoice::Auto];
+    choices.extend(KernelChoice::forced(ctx.warp_size()));
     for choice in choices {
-        let d = DeviceCsr::upload_with(ctx, a, choice).expect("upload");
-        out.push((format!("{choice} ({})", d.plan().kernel()), Uploaded::Csr(d)));
+        match DeviceCsr::upload_with(ctx, a, choice) {
+            Ok(d) => out.push((format!("{choice} ({})", d.plan().kernel()), Uploaded::Csr(d))),
+            Err(Error::Format(e)) if choice == KernelChoice::Ell => println!("  (ELL skipped: {e})"),
+            Err(e) => panic!("upload with {choice}: {e}"),
+        }
     }
-    match EllMatrix::try_from_csr_with_limit(a, 4 << 20) {
-        Ok(e) => out.push(("ell".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).expect("upload ELL")))),
-        Err(_) => println!("  (ELL skipped: more than 4M slots)"),
+    if let Ok(e) = EllMatrix::try_from_csr_with_limit(a, 4 << 20) {
+        out.push(("DeviceEll".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).expect("upload ELL"))));
     }
     out
 }
@@ -187,9 +223,11 @@ fn every_kernel_matches_the_reference_f32() {
 fn repeated_calls_give_the_same_result<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
     let mut rng = StdRng::seed_from_u64(7);
-    for (name, a) in
-        [("random 531x229", random_csr(531, 229, 40, 7, 11)), ("long row", one_long_row(300, 50_000, 5, 40_000, 12))]
-    {
+    for (name, a) in [
+        ("random 531x229", random_csr(531, 229, 40, 7, 11)),
+        ("long row", one_long_row(300, 50_000, 5, 40_000, 12)),
+        ("many long rows", lengths_csr(&many_long_rows(), 10_000, 13)),
+    ] {
         let a: CsrMatrix<T> = a.cast();
         let x = random_vec::<T>(&mut rng, a.ncols());
         let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
@@ -255,6 +293,16 @@ fn uploads_round_trip_and_kernels_can_be_forced() {
     assert!(matches!(csr.set_kernel(KernelChoice::Ell), Err(Error::InvalidArgument(_))));
     csr.set_kernel(KernelChoice::VectorTpr(8)).unwrap();
     assert_eq!(csr.plan().kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+    csr.set_kernel(KernelChoice::Balanced).unwrap();
+    assert_eq!(csr.plan().kernel(), SpmvKernel::Balanced);
+    assert!(csr.device_bytes() > csr.csr_bytes(), "the row blocks take device memory");
+    assert_eq!(csr.download().unwrap(), a);
+    // stored as ELL: the CSR arrays are gone, the ELL arrays hold the matrix
+    let mut as_ell = DeviceCsr::upload_with(ctx, &a, KernelChoice::Ell).unwrap();
+    assert_eq!(as_ell.plan().kernel(), SpmvKernel::Ell);
+    assert!(as_ell.csr_ptrs().is_none() && as_ell.ell().is_some());
+    assert_eq!(as_ell.download().unwrap(), a);
+    assert!(matches!(as_ell.set_kernel(KernelChoice::Scalar), Err(Error::InvalidArgument(_))));
     let e = EllMatrix::try_from_csr(&a).unwrap();
     let ell = DeviceEll::upload(ctx, &e).unwrap();
     assert_eq!((ell.nrows(), ell.ncols(), ell.nnz(), ell.width()), (531, 229, a.nnz(), e.width()));
@@ -312,7 +360,10 @@ fn suite_through_the_auto_plan<T: Scalar>(test: &str) {
     let mut rng = StdRng::seed_from_u64(31);
     for path in &files {
         let a = spgpu::io::read_csr::<T>(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut ms = vec![("auto".to_string(), Uploaded::Csr(DeviceCsr::upload(ctx, &a).unwrap()))];
+        let mut ms = vec![
+            ("auto".to_string(), Uploaded::Csr(DeviceCsr::upload(ctx, &a).unwrap())),
+            ("balanced".to_string(), Uploaded::Csr(DeviceCsr::upload_with(ctx, &a, KernelChoice::Balanced).unwrap())),
+        ];
         if let Ok(e) = EllMatrix::try_from_csr(&a) {
             ms.push(("ell".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).unwrap())));
         }

@@ -1,10 +1,14 @@
 //! CSR matrices in device memory.
 
-use cust::memory::{DeviceBuffer, DevicePointer};
+use std::time::{Duration, Instant};
 
+use cust::memory::{DeviceBuffer, DevicePointer};
+use cust::stream::Stream;
+
+use super::balance::RowBlocks;
 use super::vector::{download, ptr_of, upload};
-use super::{kernels, Context, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
-use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
+use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
+use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar};
 
 /// A CSR matrix in device memory, with the [`SpmvPlan`] that runs it.
 ///
@@ -33,16 +37,72 @@ pub struct DeviceCsr<T: Scalar> {
     nrows: usize,
     ncols: usize,
     nnz: usize,
-    row_offsets: DeviceBuffer<u32>,
-    col_indices: Option<DeviceBuffer<u32>>,
-    values: Option<DeviceBuffer<T>>,
+    storage: Storage<T>,
     stats: RowStats,
     plan: SpmvPlan,
-    preprocessing: std::time::Duration,
+    preprocessing: Duration,
+}
+
+/// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
+/// balanced kernel when its plan runs it), or, when the plan chose ELLPACK, the ELL arrays
+/// instead of the CSR ones.
+enum Storage<T: Scalar> {
+    Csr {
+        row_offsets: DeviceBuffer<u32>,
+        col_indices: Option<DeviceBuffer<u32>>,
+        values: Option<DeviceBuffer<T>>,
+        balanced: Option<Balanced>,
+    },
+    Ell(Box<DeviceEll<T>>),
+}
+
+/// The row blocks of the balanced kernel on the device ([`RowBlocks`]).
+pub(crate) struct Balanced {
+    /// Blocks of the main kernel.
+    pub(crate) nblocks: usize,
+    /// Long rows (chunked over several blocks), each `[row, first block, chunks]`.
+    pub(crate) nlong: usize,
+    pub(crate) block_row: DeviceBuffer<u32>,
+    pub(crate) block_entry: DeviceBuffer<u32>,
+    pub(crate) long_rows: Option<DeviceBuffer<u32>>,
+    /// One `f64` per block when there are long rows: the chunk sums of one call, written by the
+    /// main kernel and read by the fix-up kernel that follows it on the same stream.
+    pub(crate) partials: Option<DeviceBuffer<f64>>,
+    bytes: usize,
+}
+
+impl Balanced {
+    fn upload(blocks: &RowBlocks) -> Result<Balanced> {
+        let flat: Vec<u32> = blocks.long_rows.iter().flatten().copied().collect();
+        let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
+        let block_entry = upload(&blocks.block_entry, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
+        let long_rows = upload(&flat, "balanced long rows")?;
+        let partials = if blocks.scratch_len() == 0 {
+            None
+        } else {
+            // SAFETY: the main kernel writes partials[b] for every chunk block b before the
+            // fix-up kernel, queued after it on the same stream, reads exactly those slots.
+            Some(
+                unsafe { DeviceBuffer::uninitialized(blocks.scratch_len()) }
+                    .map_err(|e| Error::cuda("allocating the balanced kernel's chunk sums", e))?,
+            )
+        };
+        Ok(Balanced {
+            nblocks: blocks.nblocks(),
+            nlong: blocks.long_rows.len(),
+            block_row,
+            block_entry,
+            long_rows,
+            partials,
+            bytes: blocks.device_bytes(),
+        })
+    }
 }
 
 impl<T: Scalar> DeviceCsr<T> {
-    /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::from_stats`]).
+    /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::from_stats`]):
+    /// the plan picks the kernel and the storage (CSR, CSR with row blocks for the balanced
+    /// kernel, or ELLPACK).
     ///
     /// # Errors
     ///
@@ -51,68 +111,119 @@ impl<T: Scalar> DeviceCsr<T> {
         Self::upload_with(ctx, a, KernelChoice::Auto)
     }
 
-    /// Uploads a host matrix with a kernel chosen by `choice`.
+    /// Uploads a host matrix with a kernel chosen by `choice`. [`KernelChoice::Ell`] stores the
+    /// matrix as ELLPACK on the device (the CSR arrays are then not kept);
+    /// [`KernelChoice::Balanced`] adds the row blocks of the balanced kernel.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when the choice does not apply to CSR (see
-    /// [`SpmvPlan::with_choice`]), checked before anything is uploaded; [`Error::Cuda`] when
-    /// allocation or a copy fails.
+    /// [`Error::InvalidArgument`] when the choice does not apply (see
+    /// [`SpmvPlan::with_choice`]) and [`Error::Format`] when ELLPACK would pad more than its
+    /// limit ([`EllMatrix::try_from_csr`]), both checked before anything is uploaded;
+    /// [`Error::Cuda`] when allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
+        let (ell, blocks) = match plan.kernel() {
+            SpmvKernel::Ell => (Some(EllMatrix::try_from_csr(a)?), None),
+            SpmvKernel::Balanced => (None, Some(RowBlocks::new(a.row_offsets()))),
+            _ => (None, None),
+        };
         let preprocessing = started.elapsed();
         ctx.make_current()?;
-        let row_offsets = DeviceBuffer::from_slice(a.row_offsets())
-            .map_err(|e| Error::cuda(format!("uploading {} CSR row offsets", a.nrows() + 1), e))?;
-        let col_indices = upload(a.col_indices(), "CSR column indices")?;
-        let values = upload(a.values(), "CSR values")?;
-        Ok(DeviceCsr {
-            ctx,
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-            nnz: a.nnz(),
-            row_offsets,
-            col_indices,
-            values,
-            stats,
-            plan,
-            preprocessing,
-        })
+        let storage = match ell {
+            Some(ell) => Storage::Ell(Box::new(DeviceEll::upload(ctx, &ell)?)),
+            None => Storage::Csr {
+                row_offsets: upload(a.row_offsets(), "CSR row offsets")?.expect("nrows + 1 >= 1 offsets"),
+                col_indices: upload(a.col_indices(), "CSR column indices")?,
+                values: upload(a.values(), "CSR values")?,
+                balanced: blocks.as_ref().map(Balanced::upload).transpose()?,
+            },
+        };
+        Ok(DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing })
     }
 
     /// `y = alpha*A*x + beta*y`, queued on the context's stream with the plan's kernel; does
     /// not wait for the GPU. `beta == 0` never reads `y` (NaN in `y` does not spread);
     /// `alpha == 0` never reads `A` or `x` and only scales `y`. Sums are accumulated in `f64`
-    /// for both element types.
+    /// for both element types, in an order fixed by the matrix, so repeated calls give
+    /// bit-identical results.
     ///
     /// # Errors
     ///
     /// [`Error::DimensionMismatch`] when `x.len() != ncols` or `y.len() != nrows`; nothing is
     /// launched then. [`Error::Cuda`] when the launch fails.
     pub fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
-        match self.plan.kernel() {
-            SpmvKernel::Scalar => kernels::spmv::csr_scalar(self.ctx, self, alpha, x, beta, y),
-            SpmvKernel::Vector { threads_per_row } => {
-                kernels::spmv::csr_vector(self.ctx, threads_per_row, self, alpha, x, beta, y)
+        self.spmv_on(self.ctx.stream(), alpha, x, beta, y)
+    }
+
+    /// [`spmv`](DeviceCsr::spmv) on another stream of the context (CG records its iterations
+    /// on a capture stream).
+    pub(crate) fn spmv_on(
+        &self,
+        stream: &Stream,
+        alpha: T,
+        x: &DeviceVector<T>,
+        beta: T,
+        y: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        match (&self.storage, self.plan.kernel()) {
+            (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
+            (Storage::Csr { .. }, SpmvKernel::Scalar) => {
+                kernels::spmv::csr_scalar(self.ctx, stream, self, alpha, x, beta, y)
             }
-            // SpmvPlan::with_choice refuses Ell for CSR, so this arm only guards the invariant.
-            SpmvKernel::Ell => Err(Error::InvalidArgument("a CSR matrix cannot run the ELL kernel".to_string())),
-            SpmvKernel::Balanced => {
-                Err(Error::InvalidArgument("the balanced kernel is not available in this build".to_string()))
+            (Storage::Csr { .. }, SpmvKernel::Vector { threads_per_row }) => {
+                kernels::spmv::csr_vector(self.ctx, stream, threads_per_row, self, alpha, x, beta, y)
+            }
+            (Storage::Csr { balanced: Some(b), .. }, SpmvKernel::Balanced) => {
+                kernels::spmv::csr_balanced(self.ctx, stream, self, b, alpha, x, beta, y)
+            }
+            // set_kernel and upload_with keep storage and kernel together, so these arms only
+            // guard the invariant.
+            (Storage::Csr { .. }, k) => {
+                Err(Error::InvalidArgument(format!("the {k} kernel needs storage this matrix was not uploaded with")))
             }
         }
     }
 
-    /// Replaces the plan's kernel.
+    /// Replaces the plan's kernel. Switching among the CSR kernels (scalar, vector, balanced)
+    /// keeps the uploaded arrays (the balanced kernel's row blocks are made from the row
+    /// offsets, read back from the device); switching to or from ELLPACK needs a new upload
+    /// ([`upload_with`](DeviceCsr::upload_with)).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when the choice does not apply to CSR; the plan is then
-    /// unchanged.
+    /// [`Error::InvalidArgument`] when the choice does not apply or needs other storage; the
+    /// plan is then unchanged. [`Error::Cuda`] when reading the offsets or uploading the row
+    /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
-        self.plan = SpmvPlan::with_choice(&self.stats, self.ctx.warp_size(), choice)?;
+        let plan = SpmvPlan::with_choice(&self.stats, self.ctx.warp_size(), choice)?;
+        match (&mut self.storage, plan.kernel()) {
+            (Storage::Ell(_), SpmvKernel::Ell) => {}
+            (Storage::Ell(_), k) => {
+                return Err(Error::InvalidArgument(format!(
+                    "this matrix is stored as ELLPACK on the device: upload it again with DeviceCsr::upload_with to \
+                     run the {k} kernel"
+                )))
+            }
+            (Storage::Csr { .. }, SpmvKernel::Ell) => {
+                return Err(Error::InvalidArgument(
+                    "this matrix is stored as CSR on the device: upload it again with DeviceCsr::upload_with and \
+                     KernelChoice::Ell to run the ELL kernel"
+                        .to_string(),
+                ))
+            }
+            (Storage::Csr { row_offsets, balanced, .. }, SpmvKernel::Balanced) => {
+                if balanced.is_none() {
+                    self.ctx.synchronize()?;
+                    let offsets = download(Some(&*row_offsets), self.nrows + 1, "CSR row offsets")?;
+                    *balanced = Some(Balanced::upload(&RowBlocks::new(&offsets))?);
+                }
+            }
+            (Storage::Csr { .. }, _) => {}
+        }
+        self.plan = plan;
         Ok(())
     }
 
@@ -123,14 +234,23 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// Time spent at upload on preprocessing for the plan (row statistics, row blocks,
     /// storage conversion), on the host; the copies to the device are not included.
-    pub fn preprocessing(&self) -> std::time::Duration {
+    pub fn preprocessing(&self) -> Duration {
         self.preprocessing
     }
 
-    /// Device memory the matrix holds, in bytes: the CSR arrays and whatever extra storage
-    /// the plan chose.
+    /// Device memory the matrix holds, in bytes: the CSR arrays (or, when the plan chose
+    /// ELLPACK, the ELL arrays instead) and the balanced kernel's row blocks when it has them.
     pub fn device_bytes(&self) -> usize {
-        (self.nrows + 1) * 4 + self.nnz * (4 + std::mem::size_of::<T>())
+        match &self.storage {
+            Storage::Ell(e) => e.width() * e.nrows() * (4 + T::BYTES),
+            Storage::Csr { balanced, .. } => self.csr_bytes() + balanced.as_ref().map_or(0, |b| b.bytes),
+        }
+    }
+
+    /// Bytes of the plain CSR arrays of this matrix (offsets, columns, values): what
+    /// [`device_bytes`](DeviceCsr::device_bytes) is compared with.
+    pub fn csr_bytes(&self) -> usize {
+        (self.nrows + 1) * 4 + self.nnz * (4 + T::BYTES)
     }
 
     /// The row statistics the plan was made from.
@@ -164,27 +284,56 @@ impl<T: Scalar> DeviceCsr<T> {
     ///
     /// [`Error::Cuda`] when a copy fails or earlier asynchronous work failed.
     pub fn download(&self) -> Result<CsrMatrix<T>> {
-        self.ctx.synchronize()?;
-        let offsets = download(Some(&self.row_offsets), self.nrows + 1, "CSR row offsets")?;
-        let cols = download(self.col_indices.as_ref(), self.nnz, "CSR column indices")?;
-        let vals = download(self.values.as_ref(), self.nnz, "CSR values")?;
-        Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
+        match &self.storage {
+            Storage::Ell(e) => Ok(e.download()?.to_csr()),
+            Storage::Csr { row_offsets, col_indices, values, .. } => {
+                self.ctx.synchronize()?;
+                let offsets = download(Some(row_offsets), self.nrows + 1, "CSR row offsets")?;
+                let cols = download(col_indices.as_ref(), self.nnz, "CSR column indices")?;
+                let vals = download(values.as_ref(), self.nnz, "CSR values")?;
+                Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
+            }
+        }
     }
 
-    /// Device address of the row offsets (`nrows + 1` `u32`), for other CUDA code (cuSPARSE
-    /// with 32-bit indices, through FFI); valid while `self` lives.
+    /// The ELLPACK matrix the plan stored instead of CSR, if it did.
+    pub fn ell(&self) -> Option<&DeviceEll<T>> {
+        match &self.storage {
+            Storage::Ell(e) => Some(e),
+            Storage::Csr { .. } => None,
+        }
+    }
+
+    /// The device CSR arrays `(row_offsets, col_indices, values)` for other CUDA code
+    /// (cuSPARSE with 32-bit indices, through FFI): `nrows + 1` `u32`, `nnz` `u32` (null when
+    /// `nnz == 0`) and `nnz` `T` (null when `nnz == 0`), valid while `self` lives. `None` when
+    /// the plan stored the matrix as ELLPACK ([`ell`](DeviceCsr::ell)); upload with a CSR kernel
+    /// ([`upload_with`](DeviceCsr::upload_with)) to get them.
+    pub fn csr_ptrs(&self) -> Option<(DevicePointer<u32>, DevicePointer<u32>, DevicePointer<T>)> {
+        match &self.storage {
+            Storage::Csr { row_offsets, col_indices, values, .. } => {
+                Some((row_offsets.as_device_ptr(), ptr_of(col_indices.as_ref()), ptr_of(values.as_ref())))
+            }
+            Storage::Ell(_) => None,
+        }
+    }
+
+    /// Device address of the row offsets (`nrows + 1` `u32`); null when the plan stored the
+    /// matrix as ELLPACK (see [`csr_ptrs`](DeviceCsr::csr_ptrs)).
     pub fn row_offsets_ptr(&self) -> DevicePointer<u32> {
-        self.row_offsets.as_device_ptr()
+        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.0)
     }
 
-    /// Device address of the column indices (`nnz` `u32`); null when `nnz == 0`.
+    /// Device address of the column indices (`nnz` `u32`); null when `nnz == 0` or the matrix
+    /// is stored as ELLPACK.
     pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
-        ptr_of(self.col_indices.as_ref())
+        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.1)
     }
 
-    /// Device address of the values (`nnz` `T`); null when `nnz == 0`.
+    /// Device address of the values (`nnz` `T`); null when `nnz == 0` or the matrix is stored
+    /// as ELLPACK.
     pub fn values_ptr(&self) -> DevicePointer<T> {
-        ptr_of(self.values.as_ref())
+        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.2)
     }
 }
 

@@ -31,8 +31,9 @@
 //! # Ok::<(), spgpu::Error>(())
 //! ```
 
+pub mod balance;
 mod context;
-mod csr;
+pub(crate) mod csr;
 mod ell;
 pub(crate) mod kernels;
 mod module;

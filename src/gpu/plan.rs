@@ -298,11 +298,7 @@ impl SpmvPlan {
                 (SpmvKernel::Vector { threads_per_row: n }, "forced by the user".to_string())
             }
             KernelChoice::Balanced => (SpmvKernel::Balanced, "forced by the user".to_string()),
-            KernelChoice::Ell => {
-                return Err(Error::InvalidArgument(
-                    "the ELL kernel needs an ELLPACK matrix: upload it as a DeviceEll".to_string(),
-                ))
-            }
+            KernelChoice::Ell => (SpmvKernel::Ell, "forced by the user: stored as ELLPACK".to_string()),
         };
         Ok(SpmvPlan {
             kernel,
@@ -511,7 +507,8 @@ mod tests {
         );
         assert!(matches!(SpmvPlan::with_choice(&s, 16, KernelChoice::VectorTpr(32)), Err(Error::InvalidArgument(_))));
         assert!(matches!(SpmvPlan::with_choice(&s, 32, KernelChoice::VectorTpr(6)), Err(Error::InvalidArgument(_))));
-        assert!(matches!(SpmvPlan::with_choice(&s, 32, KernelChoice::Ell), Err(Error::InvalidArgument(_))));
+        assert_eq!(SpmvPlan::with_choice(&s, 32, KernelChoice::Ell).unwrap().kernel(), SpmvKernel::Ell);
+        assert_eq!(SpmvPlan::with_choice(&s, 32, KernelChoice::Balanced).unwrap().kernel(), SpmvKernel::Balanced);
         assert_eq!(
             SpmvPlan::with_choice(&s, 32, KernelChoice::Vector).unwrap().kernel(),
             SpmvKernel::Vector { threads_per_row: 4 }

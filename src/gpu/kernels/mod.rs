@@ -21,20 +21,28 @@ pub enum GpuKernel {
     Spmv(SpmvKernel),
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
+    /// The second step of the balanced kernel: adds the chunk sums of each long row and writes
+    /// `y` (module [`ModuleId::Spmv`]).
+    BalancedFixup,
 }
 
 impl GpuKernel {
     /// The module that holds the kernel.
     pub fn module(self) -> ModuleId {
         match self {
-            GpuKernel::Spmv(_) | GpuKernel::FillVector => ModuleId::Spmv,
+            GpuKernel::Spmv(_) | GpuKernel::FillVector | GpuKernel::BalancedFixup => ModuleId::Spmv,
         }
     }
 
     /// Every kernel the Rust side can launch (each exists for f32 and f64).
     pub fn all() -> Vec<GpuKernel> {
-        let mut all =
-            vec![GpuKernel::Spmv(SpmvKernel::Scalar), GpuKernel::Spmv(SpmvKernel::Ell), GpuKernel::FillVector];
+        let mut all = vec![
+            GpuKernel::Spmv(SpmvKernel::Scalar),
+            GpuKernel::Spmv(SpmvKernel::Ell),
+            GpuKernel::Spmv(SpmvKernel::Balanced),
+            GpuKernel::BalancedFixup,
+            GpuKernel::FillVector,
+        ];
         all.extend(
             super::plan::VECTOR_THREADS_PER_ROW
                 .iter()
@@ -66,6 +74,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
+        GpuKernel::BalancedFixup => format!("spmv_csr_balanced_fixup_{scalar}"),
     }
 }
 
@@ -102,7 +111,7 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        assert_eq!(names.len(), 2 * (3 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (5 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

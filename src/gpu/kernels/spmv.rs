@@ -1,10 +1,12 @@
 //! Launchers of the kernels in `ptx/spmv.cu`.
 
 use cust::launch;
+use cust::stream::Stream;
 
 use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
+use crate::gpu::csr::Balanced;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
-use crate::gpu::vector::check_len;
+use crate::gpu::vector::{check_len, ptr_of};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel};
 use crate::{Error, Result, Scalar};
 
@@ -17,6 +19,7 @@ fn check_dims<T: Scalar>(nrows: usize, ncols: usize, x: &DeviceVector<T>, y: &De
 /// `spmv_csr_scalar_<T>`: one thread per row, `BLOCK` rows per block.
 pub(crate) fn csr_scalar<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     a: &DeviceCsr<T>,
     alpha: T,
     x: &DeviceVector<T>,
@@ -32,7 +35,6 @@ pub(crate) fn csr_scalar<T: Scalar>(
     let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Scalar), T::NAME);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let stream = ctx.stream();
     let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     // SAFETY: spmv_csr_scalar_<T>(unsigned nrows, const unsigned* row_offsets,
@@ -48,8 +50,10 @@ pub(crate) fn csr_scalar<T: Scalar>(
 
 /// `spmv_csr_vector_tpr<N>_<T>`: `threads_per_row` threads per row, `BLOCK / threads_per_row`
 /// rows per block.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn csr_vector<T: Scalar>(
     ctx: &Context,
+    stream: &Stream,
     threads_per_row: u32,
     a: &DeviceCsr<T>,
     alpha: T,
@@ -72,7 +76,6 @@ pub(crate) fn csr_vector<T: Scalar>(
     let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }), T::NAME);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let stream = ctx.stream();
     let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     // SAFETY: spmv_csr_vector_tpr<N>_<T>(unsigned nrows, const unsigned* row_offsets,
@@ -86,9 +89,22 @@ pub(crate) fn csr_vector<T: Scalar>(
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
-/// `spmv_ell_<T>`: one thread per row, `BLOCK` rows per block.
+/// `spmv_ell_<T>` on the context's stream.
 pub(crate) fn ell<T: Scalar>(
     ctx: &Context,
+    a: &DeviceEll<T>,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    ell_on(ctx, ctx.stream(), a, alpha, x, beta, y)
+}
+
+/// `spmv_ell_<T>`: one thread per row, `BLOCK` rows per block.
+pub(crate) fn ell_on<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
     a: &DeviceEll<T>,
     alpha: T,
     x: &DeviceVector<T>,
@@ -108,7 +124,6 @@ pub(crate) fn ell<T: Scalar>(
     let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), T::NAME);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let stream = ctx.stream();
     let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     // SAFETY: spmv_ell_<T>(unsigned nrows, unsigned width, const unsigned* col_indices,
@@ -119,6 +134,69 @@ pub(crate) fn ell<T: Scalar>(
     // mutably and cannot alias x.
     unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, width, cols, vals, xp, alpha, beta, yp)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// `spmv_csr_balanced_<T>` over the row blocks, then, when there are long rows,
+/// `spmv_csr_balanced_fixup_<T>` (one warp per long row) on the same stream.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn csr_balanced<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    a: &DeviceCsr<T>,
+    blocks: &Balanced,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_dims(a.nrows(), a.ncols(), x, y)?;
+    if blocks.nblocks == 0 {
+        return Ok(());
+    }
+    let grid = index("balanced row blocks", blocks.nblocks)?;
+    // The kernel flags long rows in bit 31 of a row index and sums entries in 32 bits.
+    index("rows", a.nrows().saturating_mul(2))?;
+    index("entries", a.nnz())?;
+    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Balanced), T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
+    let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
+    let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.as_device_ptr());
+    let partials = ptr_of(blocks.partials.as_ref());
+    // SAFETY: spmv_csr_balanced_<T>(const unsigned* row_offsets, const unsigned* col_indices,
+    // const T* values, const T* x, T alpha, T beta, T* y, const unsigned* block_row,
+    // const unsigned* block_entry, double* partials), launched with one block of BLOCK threads
+    // per row block as it assumes. The arrays are those of a validated DeviceCsr<T> stored as
+    // CSR (the plan runs this kernel only then) and its RowBlocks, made from the same row
+    // offsets: every block's entries lie in 0..nnz and its rows in 0..nrows, every column is
+    // below ncols == x.len(), y.len() == nrows (checked above). partials has one slot per
+    // block whenever a chunk block exists (the only blocks that write it). y is borrowed
+    // mutably and cannot alias x.
+    unsafe {
+        launch!(function<<<grid, BLOCK, 0, stream>>>(offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials))
+    }
+    .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
+    if blocks.nlong == 0 {
+        return Ok(());
+    }
+    let nlong = index("long rows", blocks.nlong)?;
+    let grid = blocks_for(blocks.nlong * 32)?;
+    let name = kernel_name(GpuKernel::BalancedFixup, T::NAME);
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let long_rows = ptr_of(blocks.long_rows.as_ref());
+    // SAFETY: spmv_csr_balanced_fixup_<T>(unsigned nlong, const unsigned* long_rows,
+    // const double* partials, T alpha, T beta, T* y), one warp per long row (BLOCK is a
+    // multiple of 32). long_rows holds 3 * nlong entries, each naming a row below nrows ==
+    // y.len() and chunk blocks below nblocks, the length of partials; the main kernel, queued
+    // before on the same stream, wrote those slots. y is borrowed mutably.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nlong, long_rows, partials, alpha, beta, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// Blocks of `BLOCK` threads for `threads` threads.
+fn blocks_for(threads: usize) -> Result<u32> {
+    blocks(threads, BLOCK)
 }
 
 /// `fill_vector_<T>`: `y[i] = value`, one thread per element.

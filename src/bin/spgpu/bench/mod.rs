@@ -335,6 +335,7 @@ fn bench_matrix<T: CpuScalar>(
     let mut choices = vec![KernelChoice::Auto, KernelChoice::Scalar];
     choices
         .extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&t| t <= ctx.warp_size()).map(|&t| KernelChoice::VectorTpr(t)));
+    choices.push(KernelChoice::Balanced);
     let mut seed = 1;
     for choice in choices {
         d_a.set_kernel(choice)?;

@@ -1,0 +1,301 @@
+//! Row blocks of the load-balanced CSR kernel (`spmv_csr_balanced_<scalar>` in
+//! `ptx/spmv.cu`), made once on the host when a matrix is uploaded.
+//!
+//! The rows are cut into consecutive **blocks**, each run by one CUDA block of
+//! [`BLOCK_THREADS`] threads:
+//!
+//! - A **stream block** holds whole rows: at most [`BLOCK_ENTRIES`] entries and at most
+//!   [`BLOCK_THREADS`] rows. Its threads first load all its entries with coalesced reads
+//!   (consecutive threads, consecutive entries), multiply them by `x` and keep the products in
+//!   shared memory; then each row is summed there by a group of `threads_per_row(rows)`
+//!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32) and
+//!   written to `y`. A row joins the block only while no group needs more than
+//!   [`MAX_STEPS`] steps for its row, so one long row cannot stall a block of short ones.
+//! - A row longer than [`BLOCK_ENTRIES`] is a **long row**: it is split into chunks of
+//!   [`BLOCK_ENTRIES`] entries, one block each (its row index carries [`LONG_FLAG`]). Each chunk
+//!   block writes the sum of its chunk to its own slot of a scratch array, and a second
+//!   kernel (`spmv_csr_balanced_fixup_<scalar>`) adds each long row's chunk sums in chunk
+//!   order and writes `y`.
+//!
+//! So the work per block is bounded by the entry count, whatever the row lengths, and every
+//! sum is taken in a fixed order: results repeat bit for bit, with no atomics.
+//!
+//! Blocks are described by two arrays of `nblocks + 1` entries: `block_row[b]` (the first
+//! row of block `b`, with [`LONG_FLAG`] set for a chunk block) and `block_entry[b]` (the first
+//! entry of block `b`); block `b` covers entries `block_entry[b]..block_entry[b + 1]` and, for a
+//! stream block, rows `block_row[b]..(block_row[b + 1] & !LONG_FLAG)`. The last element of each
+//! is `nrows` and `nnz`. Long rows are listed as `[row, first chunk block, chunk count]`.
+
+use rayon::prelude::*;
+
+/// Threads per block of the balanced kernel (`SPGPU_BLOCK` in `ptx/common.cuh`).
+pub const BLOCK_THREADS: usize = 256;
+
+/// Entries per block (`SPGPU_BALANCED_ENTRIES` in `ptx/spmv.cu`): the products of a stream
+/// block are kept in shared memory as `f64`, 16 KiB per block.
+pub const BLOCK_ENTRIES: usize = 2048;
+
+/// A row joins a stream block only while its group of threads needs at most this many
+/// steps to sum it (`ceil(len / threads_per_row)`).
+pub const MAX_STEPS: usize = 64;
+
+/// Marks the row of a chunk block (a piece of a long row) in `block_row`.
+pub const LONG_FLAG: u32 = 1 << 31;
+
+/// Rows per piece when the partition is computed in parallel; a block never spans two
+/// pieces.
+const PIECE_ROWS: usize = 1 << 16;
+
+/// Threads that sum one row in a stream block of `rows` rows: the largest power of two `t`
+/// with `rows * t <= BLOCK_THREADS`, at most 32 (a warp: the group reduces with shuffles).
+/// The kernel computes the same from the row count.
+///
+/// ```
+/// use spgpu::gpu::balance::threads_per_row;
+/// assert_eq!(threads_per_row(1), 32);
+/// assert_eq!(threads_per_row(9), 16);
+/// assert_eq!(threads_per_row(100), 2);
+/// assert_eq!(threads_per_row(256), 1);
+/// ```
+pub fn threads_per_row(rows: usize) -> usize {
+    let t = BLOCK_THREADS / rows.max(1);
+    if t == 0 {
+        1
+    } else {
+        (1usize << (usize::BITS - 1 - t.leading_zeros())).min(32)
+    }
+}
+
+/// The row blocks of a matrix (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowBlocks {
+    /// First row of each block, [`LONG_FLAG`] set on chunk blocks; `nblocks + 1` entries, the
+    /// last `nrows`.
+    pub block_row: Vec<u32>,
+    /// First entry of each block; `nblocks + 1` entries, the last `nnz`.
+    pub block_entry: Vec<u32>,
+    /// `[row, first chunk block, chunk count]` of each long row, in row order.
+    pub long_rows: Vec<[u32; 3]>,
+}
+
+impl RowBlocks {
+    /// Partitions the rows of a CSR matrix given by its row offsets (`nrows + 1`
+    /// non-decreasing entries starting at 0, as a validated [`CsrMatrix`](crate::CsrMatrix)
+    /// holds). Runs in parallel over pieces of [`PIECE_ROWS`] rows.
+    ///
+    /// ```
+    /// use spgpu::gpu::balance::{RowBlocks, BLOCK_ENTRIES, LONG_FLAG};
+    /// // rows of 3, 0, 5000 and 2 entries
+    /// let b = RowBlocks::new(&[0, 3, 3, 5003, 5005]);
+    /// // rows 0-1 in one block, row 2 in three chunks, row 3 alone
+    /// assert_eq!(b.block_row, vec![0, 2 | LONG_FLAG, 2 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
+    /// assert_eq!(b.block_entry, vec![0, 3, 3 + BLOCK_ENTRIES as u32, 3 + 2 * BLOCK_ENTRIES as u32, 5003, 5005]);
+    /// assert_eq!(b.long_rows, vec![[2, 1, 3]]);
+    /// ```
+    pub fn new(row_offsets: &[u32]) -> RowBlocks {
+        let nrows = row_offsets.len().saturating_sub(1);
+        let pieces: Vec<RowBlocks> = (0..nrows.div_ceil(PIECE_ROWS))
+            .into_par_iter()
+            .map(|p| Self::piece(row_offsets, p * PIECE_ROWS, ((p + 1) * PIECE_ROWS).min(nrows)))
+            .collect();
+        let nblocks: usize = pieces.iter().map(|p| p.block_row.len()).sum();
+        let mut out = RowBlocks {
+            block_row: Vec::with_capacity(nblocks + 1),
+            block_entry: Vec::with_capacity(nblocks + 1),
+            long_rows: Vec::new(),
+        };
+        for p in pieces {
+            let base = out.block_row.len() as u32;
+            out.long_rows.extend(p.long_rows.iter().map(|&[r, first, n]| [r, first + base, n]));
+            out.block_row.extend(p.block_row);
+            out.block_entry.extend(p.block_entry);
+        }
+        out.block_row.push(nrows as u32);
+        out.block_entry.push(row_offsets.last().copied().unwrap_or(0));
+        out
+    }
+
+    /// The blocks of rows `lo..hi`, without the closing sentinel.
+    fn piece(off: &[u32], lo: usize, hi: usize) -> RowBlocks {
+        let mut b = RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new() };
+        let len = |r: usize| (off[r + 1] - off[r]) as usize;
+        let mut r = lo;
+        while r < hi {
+            if len(r) > BLOCK_ENTRIES {
+                let chunks = len(r).div_ceil(BLOCK_ENTRIES);
+                b.long_rows.push([r as u32, b.block_row.len() as u32, chunks as u32]);
+                for k in 0..chunks {
+                    b.block_row.push(r as u32 | LONG_FLAG);
+                    b.block_entry.push(off[r] + (k * BLOCK_ENTRIES) as u32);
+                }
+                r += 1;
+                continue;
+            }
+            let start = r;
+            let (mut entries, mut longest) = (0usize, 0usize);
+            while r < hi {
+                let l = len(r);
+                if l > BLOCK_ENTRIES {
+                    break;
+                }
+                let rows = r - start + 1;
+                let m = longest.max(l);
+                if r > start
+                    && (entries + l > BLOCK_ENTRIES
+                        || rows > BLOCK_THREADS
+                        || m.div_ceil(threads_per_row(rows)) > MAX_STEPS)
+                {
+                    break;
+                }
+                entries += l;
+                longest = m;
+                r += 1;
+            }
+            b.block_row.push(start as u32);
+            b.block_entry.push(off[start]);
+        }
+        b
+    }
+
+    /// Number of blocks (the grid of the main kernel).
+    pub fn nblocks(&self) -> usize {
+        self.block_row.len().saturating_sub(1)
+    }
+
+    /// Device bytes of the block description, the long-row list and the chunk-sum scratch.
+    pub fn device_bytes(&self) -> usize {
+        (self.block_row.len() + self.block_entry.len()) * 4 + self.long_rows.len() * 12 + self.scratch_len() * 8
+    }
+
+    /// Slots of the chunk-sum scratch (`f64`): one per block when there are long rows (chunk
+    /// blocks write the slot of their own index), else none.
+    pub fn scratch_len(&self) -> usize {
+        if self.long_rows.is_empty() {
+            0
+        } else {
+            self.nblocks()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn offsets(lengths: &[usize]) -> Vec<u32> {
+        let mut o = vec![0u32];
+        for &l in lengths {
+            o.push(o.last().unwrap() + l as u32);
+        }
+        o
+    }
+
+    /// Checks every invariant the kernel relies on.
+    fn check(lengths: &[usize]) -> RowBlocks {
+        let off = offsets(lengths);
+        let b = RowBlocks::new(&off);
+        let n = b.nblocks();
+        assert_eq!(b.block_row.len(), n + 1);
+        assert_eq!(b.block_entry.len(), n + 1);
+        assert_eq!(b.block_row[n], lengths.len() as u32);
+        assert_eq!(b.block_entry[n], *off.last().unwrap());
+        let mut covered = vec![0usize; lengths.len()];
+        let mut long_seen = Vec::new();
+        for k in 0..n {
+            let (e0, e1) = (b.block_entry[k] as usize, b.block_entry[k + 1] as usize);
+            assert!(e0 <= e1 && e1 - e0 <= BLOCK_ENTRIES, "block {k}: entries {e0}..{e1}");
+            if b.block_row[k] & LONG_FLAG != 0 {
+                let r = (b.block_row[k] & !LONG_FLAG) as usize;
+                assert!(lengths[r] > BLOCK_ENTRIES);
+                assert!(e0 >= off[r] as usize && e1 <= off[r + 1] as usize && e1 > e0);
+                if long_seen.last() != Some(&r) {
+                    long_seen.push(r);
+                    assert_eq!(e0, off[r] as usize, "the first chunk starts the row");
+                }
+                covered[r] += e1 - e0;
+            } else {
+                let r0 = b.block_row[k] as usize;
+                let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
+                assert!(r1 > r0 && r1 - r0 <= BLOCK_THREADS, "block {k}: rows {r0}..{r1}");
+                assert_eq!((e0, e1), (off[r0] as usize, off[r1] as usize));
+                let t = threads_per_row(r1 - r0);
+                for r in r0..r1 {
+                    assert!(lengths[r] <= BLOCK_ENTRIES);
+                    assert!(r1 - r0 == 1 || lengths[r].div_ceil(t) <= MAX_STEPS);
+                    covered[r] += lengths[r].max(1);
+                }
+            }
+        }
+        for (r, &l) in lengths.iter().enumerate() {
+            assert_eq!(covered[r], l.max(1), "row {r} of {l} entries covered once");
+        }
+        let listed: Vec<usize> = b.long_rows.iter().map(|l| l[0] as usize).collect();
+        assert_eq!(listed, long_seen);
+        for &[r, first, count] in &b.long_rows {
+            assert_eq!(count as usize, lengths[r as usize].div_ceil(BLOCK_ENTRIES));
+            for k in first..first + count {
+                assert_eq!(b.block_row[k as usize], r | LONG_FLAG);
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn empty_and_tiny_matrices() {
+        let b = check(&[]);
+        assert_eq!((b.nblocks(), b.scratch_len()), (0, 0));
+        assert_eq!(check(&[0]).nblocks(), 1);
+        assert_eq!(check(&[0; 1000]).nblocks(), 4); // 256 rows per block
+        assert_eq!(check(&[7]).block_row, vec![0, 1]);
+    }
+
+    #[test]
+    fn blocks_fill_up_to_the_entry_budget() {
+        // rows of 8: 256 rows (2048 entries) per block
+        let b = check(&[8; 1024]);
+        assert_eq!(b.block_row, vec![0, 256, 512, 768, 1024]);
+        // rows of 100: 20 rows per block (2000 entries), 8 threads per row, 13 steps
+        assert_eq!(check(&[100; 100]).block_row[..3], [0, 20, 40]);
+    }
+
+    #[test]
+    fn a_long_row_among_short_ones_does_not_stall_a_block() {
+        // 200 rows of 2, then one of 1000: with 201 rows a group is one thread, 1000 steps
+        let mut l = vec![2; 200];
+        l.push(1000);
+        l.extend([2; 50]);
+        let b = check(&l);
+        assert!(b.block_row.contains(&200), "{:?}", b.block_row);
+        assert_eq!(b.scratch_len(), 0);
+    }
+
+    #[test]
+    fn long_rows_are_chunked() {
+        let l = [3, 0, 2 * BLOCK_ENTRIES + 1, 0, 5 * BLOCK_ENTRIES, 1];
+        let b = check(&l);
+        assert_eq!(b.long_rows, vec![[2, 1, 3], [4, 5, 5]]);
+        assert_eq!(b.scratch_len(), b.nblocks());
+    }
+
+    #[test]
+    fn pieces_join_with_consistent_indices() {
+        // long rows in several pieces: their first-block indices must be global
+        let mut l = vec![1usize; 3 * PIECE_ROWS + 17];
+        l[5] = 3 * BLOCK_ENTRIES;
+        l[PIECE_ROWS + 9] = BLOCK_ENTRIES + 1;
+        l[3 * PIECE_ROWS + 3] = 10 * BLOCK_ENTRIES;
+        let b = check(&l);
+        assert_eq!(b.long_rows.len(), 3);
+    }
+
+    proptest! {
+        #[test]
+        fn any_row_lengths_give_a_valid_partition(
+            lengths in prop::collection::vec(
+                prop_oneof![8 => 0usize..12, 2 => 0usize..300, 1 => 0usize..3 * BLOCK_ENTRIES], 0..600)
+        ) {
+            check(&lengths);
+        }
+    }
+}
