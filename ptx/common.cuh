@@ -30,6 +30,13 @@ __device__ __forceinline__ T ldg(const T* __restrict__ p) {
     return __ldg(p);
 }
 
+// A read of data used once (a matrix's columns and values): cached with the evict-first
+// (streaming) policy, so it does not displace data that is read again (x).
+template <typename T>
+__device__ __forceinline__ T ldcs(const T* __restrict__ p) {
+    return __ldcs(p);
+}
+
 // Writes `y[row] = alpha*sum + beta*y[row]`, never reading `y[row]` when `beta == 0` and
 // never using `sum` when `alpha == 0`.
 template <typename T>
