@@ -233,6 +233,71 @@ __device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigne
     }
 }
 
+// SELL-C-sigma with long rows apart (src/gpu/sell.rs describes the storage). Blocks below
+// nslice_blocks run SPGPU_BLOCK sorted rows each, one thread per row: a warp is a slice, and
+// its threads walk their slice's slots column-major, so each step reads 32 consecutive
+// slots (as ELL does). Blocks from nslice_blocks on each sum one chunk of a long row into
+// partials[chunk]; spmv_csr_balanced_fixup then adds the chunks of each long row in order.
+template <typename T>
+__device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, const unsigned* __restrict__ slice_ptr,
+                                     const unsigned* __restrict__ perm, const unsigned* __restrict__ cols,
+                                     const T* __restrict__ vals, const T* __restrict__ x, T alpha, T beta,
+                                     T* __restrict__ y, const unsigned* __restrict__ chunk_entry,
+                                     const unsigned* __restrict__ long_cols, const T* __restrict__ long_vals,
+                                     acc_t* __restrict__ partials) {
+    const unsigned tid = threadIdx.x;
+    if (blockIdx.x >= nslice_blocks) {
+        const unsigned chunk = blockIdx.x - nslice_blocks;
+        const unsigned e0 = ldg(chunk_entry + chunk);
+        const unsigned n = ldg(chunk_entry + chunk + 1) - e0;
+        constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
+        acc_t sum = 0;
+        if (alpha != T(0)) {
+            unsigned c[PER_THREAD];
+            T v[PER_THREAD];
+#pragma unroll
+            for (unsigned k = 0; k < PER_THREAD; ++k) {
+                const unsigned i = tid + k * SPGPU_BLOCK;
+                c[k] = i < n ? ldcs(long_cols + e0 + i) : 0u;
+                v[k] = i < n ? ldcs(long_vals + e0 + i) : T(0);
+            }
+#pragma unroll
+            for (unsigned k = 0; k < PER_THREAD; ++k) {
+                if (tid + k * SPGPU_BLOCK < n) {
+                    sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
+                }
+            }
+        }
+        sum = block_sum(sum);
+        if (tid == 0) {
+            partials[chunk] = sum;
+        }
+        return;
+    }
+    const unsigned p = blockIdx.x * SPGPU_BLOCK + tid;
+    if (p >= nsorted) {
+        return;
+    }
+    const unsigned s = p / 32;
+    const unsigned lane = p % 32;
+    const unsigned base = ldg(slice_ptr + s);
+    const unsigned width = (ldg(slice_ptr + s + 1) - base) / 32;
+    const unsigned row = ldg(perm + p);
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        unsigned slot = base + lane;
+#pragma unroll 4
+        for (unsigned k = 0; k < width; ++k, slot += 32) {
+            const unsigned c = ldcs(cols + slot);
+            const T v = ldcs(vals + slot);
+            if (c != SPGPU_ELL_PADDING) {
+                sum += acc_t(v) * acc_t(ldg(x + c));
+            }
+        }
+    }
+    store_axpby(y, row, alpha, sum, beta);
+}
+
 // y[i] = value for i < n (a dense vector fill).
 template <typename T>
 __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
@@ -279,6 +344,15 @@ __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
         unsigned nlong, const unsigned *__restrict__ long_rows, const acc_t *__restrict__ partials,       \
         T alpha, T beta, T *__restrict__ y) {                                                            \
         csr_balanced_fixup<T>(nlong, long_rows, partials, alpha, beta, y);                               \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T(                             \
+        unsigned nsorted, unsigned nslice_blocks, const unsigned *__restrict__ slice_ptr,                \
+        const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
+        const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,                                     \
+        const unsigned *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                \
+        const T *__restrict__ long_vals, acc_t *__restrict__ partials) {                                 \
+        sell<T>(nsorted, nslice_blocks, slice_ptr, perm, cols, vals, x, alpha, beta, y, chunk_entry,     \
+                long_cols, long_vals, partials);                                                         \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \

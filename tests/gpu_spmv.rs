@@ -142,6 +142,7 @@ fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, U
         match DeviceCsr::upload_with(ctx, a, choice) {
             Ok(d) => out.push((format!("{choice} ({})", d.plan().kernel()), Uploaded::Csr(d))),
             Err(Error::Format(e)) if choice == KernelChoice::Ell => println!("  (ELL skipped: {e})"),
+            Err(Error::InvalidArgument(e)) if choice == KernelChoice::Sell => println!("  (SELL skipped: {e})"),
             Err(e) => panic!("upload with {choice}: {e}"),
         }
     }
@@ -303,6 +304,12 @@ fn uploads_round_trip_and_kernels_can_be_forced() {
     assert!(as_ell.csr_ptrs().is_none() && as_ell.ell().is_some());
     assert_eq!(as_ell.download().unwrap(), a);
     assert!(matches!(as_ell.set_kernel(KernelChoice::Scalar), Err(Error::InvalidArgument(_))));
+    // stored as SELL-C-sigma, long rows included
+    let b = lengths_csr(&many_long_rows(), 10_000, 14);
+    let mut as_sell = DeviceCsr::upload_with(ctx, &b, KernelChoice::Sell).unwrap();
+    assert_eq!((as_sell.plan().kernel(), as_sell.storage_name()), (SpmvKernel::Sell, "SELL-C-sigma"));
+    assert_eq!(as_sell.download().unwrap(), b);
+    assert!(matches!(as_sell.set_kernel(KernelChoice::Balanced), Err(Error::InvalidArgument(_))));
     let e = EllMatrix::try_from_csr(&a).unwrap();
     let ell = DeviceEll::upload(ctx, &e).unwrap();
     assert_eq!((ell.nrows(), ell.ncols(), ell.nnz(), ell.width()), (531, 229, a.nnz(), e.width()));
@@ -364,6 +371,9 @@ fn suite_through_the_auto_plan<T: Scalar>(test: &str) {
             ("auto".to_string(), Uploaded::Csr(DeviceCsr::upload(ctx, &a).unwrap())),
             ("balanced".to_string(), Uploaded::Csr(DeviceCsr::upload_with(ctx, &a, KernelChoice::Balanced).unwrap())),
         ];
+        if let Ok(d) = DeviceCsr::upload_with(ctx, &a, KernelChoice::Sell) {
+            ms.push(("sell".to_string(), Uploaded::Csr(d)));
+        }
         if let Ok(e) = EllMatrix::try_from_csr(&a) {
             ms.push(("ell".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).unwrap())));
         }

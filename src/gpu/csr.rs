@@ -6,6 +6,7 @@ use cust::memory::{DeviceBuffer, DevicePointer};
 use cust::stream::Stream;
 
 use super::balance::RowBlocks;
+use super::sell::SellMatrix;
 use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar};
@@ -54,6 +55,81 @@ enum Storage<T: Scalar> {
         balanced: Option<Balanced>,
     },
     Ell(Box<DeviceEll<T>>),
+    Sell(Box<DeviceSell<T>>),
+}
+
+/// A [`SellMatrix`] on the device.
+pub(crate) struct DeviceSell<T: Scalar> {
+    pub(crate) nsorted: usize,
+    pub(crate) nslices: usize,
+    pub(crate) nchunks: usize,
+    pub(crate) nlong: usize,
+    pub(crate) slice_ptr: DeviceBuffer<u32>,
+    pub(crate) perm: Option<DeviceBuffer<u32>>,
+    pub(crate) cols: Option<DeviceBuffer<u32>>,
+    pub(crate) vals: Option<DeviceBuffer<T>>,
+    pub(crate) chunk_entry: DeviceBuffer<u32>,
+    pub(crate) long_cols: Option<DeviceBuffer<u32>>,
+    pub(crate) long_vals: Option<DeviceBuffer<T>>,
+    pub(crate) long_rows: Option<DeviceBuffer<u32>>,
+    /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
+    pub(crate) partials: Option<DeviceBuffer<f64>>,
+    bytes: usize,
+    nrows: usize,
+    ncols: usize,
+}
+
+impl<T: Scalar> DeviceSell<T> {
+    fn upload(s: &SellMatrix<T>, ncols: usize) -> Result<Self> {
+        let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
+        let partials = if s.nchunks() == 0 {
+            None
+        } else {
+            // SAFETY: the kernel writes partials[c] for every chunk c before the fix-up kernel,
+            // queued after it on the same stream, reads exactly those slots.
+            Some(
+                unsafe { DeviceBuffer::uninitialized(s.nchunks()) }
+                    .map_err(|e| Error::cuda("allocating the SELL kernel's chunk sums", e))?,
+            )
+        };
+        Ok(DeviceSell {
+            nsorted: s.nsorted,
+            nslices: s.nslices(),
+            nchunks: s.nchunks(),
+            nlong: s.long_rows.len(),
+            slice_ptr: upload(&s.slice_ptr, "SELL slice offsets")?.expect("nslices + 1 >= 1 offsets"),
+            perm: upload(&s.perm, "SELL row order")?,
+            cols: upload(&s.cols, "SELL columns")?,
+            vals: upload(&s.vals, "SELL values")?,
+            chunk_entry: upload(&s.chunk_entry, "SELL chunk offsets")?.expect("nchunks + 1 >= 1 offsets"),
+            long_cols: upload(&s.long_cols, "SELL long-row columns")?,
+            long_vals: upload(&s.long_vals, "SELL long-row values")?,
+            long_rows: upload(&flat, "SELL long rows")?,
+            partials,
+            bytes: s.device_bytes(),
+            nrows: s.nrows,
+            ncols,
+        })
+    }
+
+    fn download(&self) -> Result<CsrMatrix<T>> {
+        let slots = self.cols.as_ref().map_or(0, |c| c.len());
+        let nlong_entries = self.long_cols.as_ref().map_or(0, |c| c.len());
+        let flat = download(self.long_rows.as_ref(), 3 * self.nlong, "SELL long rows")?;
+        let s = SellMatrix {
+            nrows: self.nrows,
+            nsorted: self.nsorted,
+            slice_ptr: download(Some(&self.slice_ptr), self.nslices + 1, "SELL slice offsets")?,
+            perm: download(self.perm.as_ref(), self.nsorted, "SELL row order")?,
+            cols: download(self.cols.as_ref(), slots, "SELL columns")?,
+            vals: download(self.vals.as_ref(), slots, "SELL values")?,
+            chunk_entry: download(Some(&self.chunk_entry), self.nchunks + 1, "SELL chunk offsets")?,
+            long_cols: download(self.long_cols.as_ref(), nlong_entries, "SELL long-row columns")?,
+            long_vals: download(self.long_vals.as_ref(), nlong_entries, "SELL long-row values")?,
+            long_rows: flat.chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
+        };
+        Ok(s.to_csr(self.ncols))
+    }
 }
 
 /// The row blocks of the balanced kernel on the device ([`RowBlocks`]).
@@ -125,16 +201,29 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
-        let (ell, blocks) = match plan.kernel() {
-            SpmvKernel::Ell => (Some(EllMatrix::try_from_csr(a)?), None),
-            SpmvKernel::Balanced => (None, Some(RowBlocks::new(a.row_offsets()))),
-            _ => (None, None),
+        let (ell, sell, blocks) = match plan.kernel() {
+            SpmvKernel::Ell => (Some(EllMatrix::try_from_csr(a)?), None, None),
+            SpmvKernel::Sell => {
+                let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
+                let sell = SellMatrix::from_csr(a, limit as usize).map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "SELL would store {} slots for {} entries, more than {} x the entries: use another kernel",
+                        e.slots,
+                        a.nnz(),
+                        SpmvPlan::SELL_MAX_PADDING
+                    ))
+                })?;
+                (None, Some(sell), None)
+            }
+            SpmvKernel::Balanced => (None, None, Some(RowBlocks::new(a.row_offsets()))),
+            _ => (None, None, None),
         };
         let preprocessing = started.elapsed();
         ctx.make_current()?;
-        let storage = match ell {
-            Some(ell) => Storage::Ell(Box::new(DeviceEll::upload(ctx, &ell)?)),
-            None => Storage::Csr {
+        let storage = match (ell, sell) {
+            (Some(ell), _) => Storage::Ell(Box::new(DeviceEll::upload(ctx, &ell)?)),
+            (_, Some(sell)) => Storage::Sell(Box::new(DeviceSell::upload(&sell, a.ncols())?)),
+            _ => Storage::Csr {
                 row_offsets: upload(a.row_offsets(), "CSR row offsets")?.expect("nrows + 1 >= 1 offsets"),
                 col_indices: upload(a.col_indices(), "CSR column indices")?,
                 values: upload(a.values(), "CSR values")?,
@@ -170,6 +259,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<()> {
         match (&self.storage, self.plan.kernel()) {
             (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
+            (Storage::Sell(sl), _) => kernels::spmv::sell(self.ctx, stream, self, sl, alpha, x, beta, y),
             (Storage::Csr { .. }, SpmvKernel::Scalar) => {
                 kernels::spmv::csr_scalar(self.ctx, stream, self, alpha, x, beta, y)
             }
@@ -199,20 +289,15 @@ impl<T: Scalar> DeviceCsr<T> {
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
         let plan = SpmvPlan::with_choice(&self.stats, self.ctx.warp_size(), choice)?;
+        let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
-            (Storage::Ell(_), SpmvKernel::Ell) => {}
-            (Storage::Ell(_), k) => {
+            (Storage::Ell(_), SpmvKernel::Ell) | (Storage::Sell(_), SpmvKernel::Sell) => {}
+            (Storage::Ell(_) | Storage::Sell(_), k)
+            | (Storage::Csr { .. }, k @ (SpmvKernel::Ell | SpmvKernel::Sell)) => {
                 return Err(Error::InvalidArgument(format!(
-                    "this matrix is stored as ELLPACK on the device: upload it again with DeviceCsr::upload_with to \
-                     run the {k} kernel"
+                    "this matrix is stored as {stored} on the device: upload it again with DeviceCsr::upload_with \
+                     to run the {k} kernel"
                 )))
-            }
-            (Storage::Csr { .. }, SpmvKernel::Ell) => {
-                return Err(Error::InvalidArgument(
-                    "this matrix is stored as CSR on the device: upload it again with DeviceCsr::upload_with and \
-                     KernelChoice::Ell to run the ELL kernel"
-                        .to_string(),
-                ))
             }
             (Storage::Csr { row_offsets, balanced, .. }, SpmvKernel::Balanced) => {
                 if balanced.is_none() {
@@ -243,6 +328,7 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn device_bytes(&self) -> usize {
         match &self.storage {
             Storage::Ell(e) => e.width() * e.nrows() * (4 + T::BYTES),
+            Storage::Sell(sl) => sl.bytes,
             Storage::Csr { balanced, .. } => self.csr_bytes() + balanced.as_ref().map_or(0, |b| b.bytes),
         }
     }
@@ -286,6 +372,10 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn download(&self) -> Result<CsrMatrix<T>> {
         match &self.storage {
             Storage::Ell(e) => Ok(e.download()?.to_csr()),
+            Storage::Sell(sl) => {
+                self.ctx.synchronize()?;
+                sl.download()
+            }
             Storage::Csr { row_offsets, col_indices, values, .. } => {
                 self.ctx.synchronize()?;
                 let offsets = download(Some(row_offsets), self.nrows + 1, "CSR row offsets")?;
@@ -300,7 +390,18 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn ell(&self) -> Option<&DeviceEll<T>> {
         match &self.storage {
             Storage::Ell(e) => Some(e),
-            Storage::Csr { .. } => None,
+            _ => None,
+        }
+    }
+
+    /// How the matrix is stored on the device: "CSR", "CSR with row blocks", "ELLPACK" or
+    /// "SELL-C-sigma".
+    pub fn storage_name(&self) -> &'static str {
+        match &self.storage {
+            Storage::Csr { balanced: None, .. } => "CSR",
+            Storage::Csr { balanced: Some(_), .. } => "CSR with row blocks",
+            Storage::Ell(_) => "ELLPACK",
+            Storage::Sell(_) => "SELL-C-sigma",
         }
     }
 
@@ -314,7 +415,7 @@ impl<T: Scalar> DeviceCsr<T> {
             Storage::Csr { row_offsets, col_indices, values, .. } => {
                 Some((row_offsets.as_device_ptr(), ptr_of(col_indices.as_ref()), ptr_of(values.as_ref())))
             }
-            Storage::Ell(_) => None,
+            _ => None,
         }
     }
 

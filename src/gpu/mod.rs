@@ -38,6 +38,7 @@ mod ell;
 pub(crate) mod kernels;
 mod module;
 mod plan;
+pub mod sell;
 mod vector;
 
 pub use context::{Context, DeviceInfo, DEVICE_ENV};

@@ -24,6 +24,9 @@ pub enum SpmvKernel {
     /// Load-balanced CSR: row blocks of about equal entry counts made at upload, long rows
     /// split over several blocks (`spmv_csr_balanced_<scalar>`).
     Balanced,
+    /// Sliced ELLPACK with rows sorted by length within windows (SELL-C-σ), long rows split
+    /// into chunks (`spmv_sell_<scalar>`).
+    Sell,
 }
 
 impl fmt::Display for SpmvKernel {
@@ -33,6 +36,7 @@ impl fmt::Display for SpmvKernel {
             SpmvKernel::Vector { threads_per_row } => write!(f, "csr vector ({threads_per_row} threads per row)"),
             SpmvKernel::Ell => write!(f, "ell"),
             SpmvKernel::Balanced => write!(f, "csr balanced"),
+            SpmvKernel::Sell => write!(f, "sell"),
         }
     }
 }
@@ -64,15 +68,18 @@ pub enum KernelChoice {
     Ell,
     /// The load-balanced CSR kernel.
     Balanced,
+    /// Sliced ELLPACK (SELL-C-σ) storage and kernel.
+    Sell,
 }
 
 impl KernelChoice {
     /// Every kernel a user can force on a device of this warp size, in a fixed order:
-    /// `scalar`, `vector:N` for each compiled N up to the warp size, `balanced`, `ell`.
+    /// `scalar`, `vector:N` for each compiled N up to the warp size, `balanced`, `sell`, `ell`.
     pub fn forced(warp_size: u32) -> Vec<KernelChoice> {
         let mut v = vec![KernelChoice::Scalar];
         v.extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&t| t <= warp_size).map(|&t| KernelChoice::VectorTpr(t)));
         v.push(KernelChoice::Balanced);
+        v.push(KernelChoice::Sell);
         v.push(KernelChoice::Ell);
         v
     }
@@ -84,7 +91,7 @@ impl FromStr for KernelChoice {
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
             Error::InvalidArgument(format!(
-                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32), balanced or ell"
+                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32), balanced, sell or ell"
             ))
         };
         match s {
@@ -93,6 +100,7 @@ impl FromStr for KernelChoice {
             "vector" => Ok(KernelChoice::Vector),
             "ell" => Ok(KernelChoice::Ell),
             "balanced" => Ok(KernelChoice::Balanced),
+            "sell" => Ok(KernelChoice::Sell),
             _ => {
                 let n = s.strip_prefix("vector:").ok_or_else(bad)?.parse::<u32>().map_err(|_| bad())?;
                 if VECTOR_THREADS_PER_ROW.contains(&n) {
@@ -114,6 +122,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::VectorTpr(n) => write!(f, "vector:{n}"),
             KernelChoice::Ell => write!(f, "ell"),
             KernelChoice::Balanced => write!(f, "balanced"),
+            KernelChoice::Sell => write!(f, "sell"),
         }
     }
 }
@@ -208,6 +217,8 @@ impl SpmvPlan {
     pub const FILL_THREADS: usize = 132 * 2048;
     /// ELL is recommended when it stores at most this many slots per stored entry.
     pub const ELL_MAX_PADDING: f64 = 1.25;
+    /// SELL is refused when its slices would store more than this many slots per entry.
+    pub const SELL_MAX_PADDING: f64 = 1.25;
 
     /// The automatic plan for a CSR matrix with these statistics on a device of this warp
     /// size (32 on NVIDIA GPUs).
@@ -298,6 +309,7 @@ impl SpmvPlan {
                 (SpmvKernel::Vector { threads_per_row: n }, "forced by the user".to_string())
             }
             KernelChoice::Balanced => (SpmvKernel::Balanced, "forced by the user".to_string()),
+            KernelChoice::Sell => (SpmvKernel::Sell, "forced by the user: stored as SELL-C-sigma".to_string()),
             KernelChoice::Ell => (SpmvKernel::Ell, "forced by the user: stored as ELLPACK".to_string()),
         };
         Ok(SpmvPlan {
@@ -517,7 +529,7 @@ mod tests {
 
     #[test]
     fn choices_parse_and_print() {
-        for s in ["auto", "scalar", "vector", "vector:2", "vector:32", "ell", "balanced"] {
+        for s in ["auto", "scalar", "vector", "vector:2", "vector:32", "ell", "balanced", "sell"] {
             assert_eq!(s.parse::<KernelChoice>().unwrap().to_string(), s);
         }
         for s in ["", "vector:", "vector:1", "vector:64", "csr", "Vector"] {

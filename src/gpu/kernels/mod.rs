@@ -40,6 +40,7 @@ impl GpuKernel {
             GpuKernel::Spmv(SpmvKernel::Scalar),
             GpuKernel::Spmv(SpmvKernel::Ell),
             GpuKernel::Spmv(SpmvKernel::Balanced),
+            GpuKernel::Spmv(SpmvKernel::Sell),
             GpuKernel::BalancedFixup,
             GpuKernel::FillVector,
         ];
@@ -73,6 +74,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         }
         GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
+        GpuKernel::Spmv(SpmvKernel::Sell) => format!("spmv_sell_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::BalancedFixup => format!("spmv_csr_balanced_fixup_{scalar}"),
     }
@@ -111,7 +113,7 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        assert_eq!(names.len(), 2 * (5 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (6 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

@@ -4,7 +4,7 @@ use cust::launch;
 use cust::stream::Stream;
 
 use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
-use crate::gpu::csr::Balanced;
+use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
 use crate::gpu::vector::{check_len, ptr_of};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel};
@@ -177,20 +177,85 @@ pub(crate) fn csr_balanced<T: Scalar>(
         launch!(function<<<grid, BLOCK, 0, stream>>>(offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials))
     }
     .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
-    if blocks.nlong == 0 {
+    fixup(ctx, stream, blocks.nlong, blocks.long_rows.as_ref(), partials, alpha, beta, y)
+}
+
+/// `spmv_sell_<T>` over the slices and the chunks of long rows, then, when there are long rows,
+/// `spmv_csr_balanced_fixup_<T>` on the same stream.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sell<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    a: &DeviceCsr<T>,
+    s: &DeviceSell<T>,
+    alpha: T,
+    x: &DeviceVector<T>,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_dims(a.nrows(), a.ncols(), x, y)?;
+    let slice_blocks = s.nsorted.div_ceil(BLOCK as usize);
+    if slice_blocks + s.nchunks == 0 {
         return Ok(());
     }
-    let nlong = index("long rows", blocks.nlong)?;
-    let grid = blocks_for(blocks.nlong * 32)?;
+    let grid = index("SELL blocks", slice_blocks + s.nchunks)?;
+    let nsorted = index("SELL rows", s.nsorted)?;
+    let nslice_blocks = index("SELL slice blocks", slice_blocks)?;
+    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Sell), T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let (sp, perm, cols, vals) =
+        (s.slice_ptr.as_device_ptr(), ptr_of(s.perm.as_ref()), ptr_of(s.cols.as_ref()), ptr_of(s.vals.as_ref()));
+    let (ce, lc, lv) = (s.chunk_entry.as_device_ptr(), ptr_of(s.long_cols.as_ref()), ptr_of(s.long_vals.as_ref()));
+    let partials = ptr_of(s.partials.as_ref());
+    let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
+    // SAFETY: spmv_sell_<T>(unsigned nsorted, unsigned nslice_blocks, const unsigned* slice_ptr,
+    // const unsigned* perm, const unsigned* cols, const T* vals, const T* x, T alpha, T beta,
+    // T* y, const unsigned* chunk_entry, const unsigned* long_cols, const T* long_vals,
+    // double* partials), BLOCK threads per block. The arrays are a SellMatrix built from a
+    // validated CsrMatrix of this shape: slice_ptr has nslices + 1 entries bounding the slot
+    // arrays, perm holds nsorted distinct rows below nrows == y.len(), every non-padding
+    // column is below ncols == x.len(), chunk_entry has nchunks + 1 entries bounding the
+    // long-row arrays, and partials has nchunks slots. Threads of sorted positions >= nsorted
+    // return at once; blocks >= nslice_blocks are chunks (grid = slice blocks + chunks). y is
+    // borrowed mutably and cannot alias x.
+    unsafe {
+        launch!(function<<<grid, BLOCK, 0, stream>>>(
+            nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials
+        ))
+    }
+    .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
+    fixup(ctx, stream, s.nlong, s.long_rows.as_ref(), partials, alpha, beta, y)
+}
+
+/// `spmv_csr_balanced_fixup_<T>`: one warp per long row adds the row's chunk sums in order and
+/// writes `y`; nothing when there are no long rows.
+#[allow(clippy::too_many_arguments)]
+fn fixup<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    nlong: usize,
+    long_rows: Option<&cust::memory::DeviceBuffer<u32>>,
+    partials: cust::memory::DevicePointer<f64>,
+    alpha: T,
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Result<()> {
+    if nlong == 0 {
+        return Ok(());
+    }
+    let n = index("long rows", nlong)?;
+    let grid = blocks_for(nlong * 32)?;
     let name = kernel_name(GpuKernel::BalancedFixup, T::NAME);
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let long_rows = ptr_of(blocks.long_rows.as_ref());
+    let long_rows = ptr_of(long_rows);
+    let yp = y.as_device_ptr();
     // SAFETY: spmv_csr_balanced_fixup_<T>(unsigned nlong, const unsigned* long_rows,
     // const double* partials, T alpha, T beta, T* y), one warp per long row (BLOCK is a
-    // multiple of 32). long_rows holds 3 * nlong entries, each naming a row below nrows ==
-    // y.len() and chunk blocks below nblocks, the length of partials; the main kernel, queued
-    // before on the same stream, wrote those slots. y is borrowed mutably.
-    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nlong, long_rows, partials, alpha, beta, yp)) }
+    // multiple of 32). long_rows holds 3 * nlong entries, each naming a row below
+    // y.len() and chunk slots within partials; the kernel queued before on the same stream
+    // wrote those slots. y is borrowed mutably.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, long_rows, partials, alpha, beta, yp)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 

@@ -1,0 +1,317 @@
+//! Sliced ELLPACK with sorting windows (SELL-C-σ, Kreutzer et al. 2014) for matrices whose
+//! rows differ in length, with long rows split into chunks: the storage of the `sell` kernel
+//! (`spmv_sell_<scalar>` in `ptx/spmv.cu`), made once on the host when a matrix is uploaded.
+//!
+//! - Rows of at most [`LONG_ROW`] entries are **short**. Within each window of [`SIGMA`]
+//!   consecutive rows, the short rows are sorted by length, longest first (ties keep their
+//!   order), and cut into **slices** of [`SLICE`] rows (a warp). A slice stores `width` slots
+//!   per row, its longest row's length, column-major: slot `k` of the slice's lane `l` is at
+//!   `slice_ptr[s] + k * SLICE + l`, so a warp reads 32 consecutive slots per step, like ELL,
+//!   without the padding ELL needs when rows differ. Padding slots hold column
+//!   [`ELL_PADDING`](crate::ELL_PADDING) and value 0. `perm[p]` is the row at sorted position `p`.
+//! - Rows longer than [`LONG_ROW`] are **long**: their entries are kept in CSR order in arrays
+//!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each,
+//!   whose sums go to a scratch array and are added per row, in chunk order, by the fix-up
+//!   kernel of the balanced kernel (`spmv_csr_balanced_fixup_<scalar>`).
+//!
+//! One thread sums one short row; one block sums one chunk; every sum has a fixed order, so
+//! results repeat bit for bit.
+
+use rayon::prelude::*;
+
+use crate::{CsrMatrix, Scalar, ELL_PADDING};
+
+/// Rows per slice: a warp.
+pub const SLICE: usize = 32;
+/// Rows per sorting window: rows are reordered only within a window, so the writes to `y`
+/// stay within `SIGMA` consecutive rows.
+pub const SIGMA: usize = 2048;
+/// Rows longer than this are split into chunks instead of being stored in slices.
+pub const LONG_ROW: usize = 512;
+/// Entries per chunk of a long row (one block of 256 threads, 8 entries each).
+pub const CHUNK: usize = 2048;
+
+/// A matrix in SELL-C-σ form with its long rows apart (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SellMatrix<T> {
+    /// Rows of the matrix.
+    pub nrows: usize,
+    /// Short rows, in sorted order: `perm.len()`.
+    pub nsorted: usize,
+    /// Slot offset of each slice; `nslices + 1` entries.
+    pub slice_ptr: Vec<u32>,
+    /// The row at each sorted position.
+    pub perm: Vec<u32>,
+    /// Slot columns, [`ELL_PADDING`] in padding slots.
+    pub cols: Vec<u32>,
+    /// Slot values, 0 in padding slots.
+    pub vals: Vec<T>,
+    /// First entry of each chunk in `long_cols`/`long_vals`; `nchunks + 1` entries.
+    pub chunk_entry: Vec<u32>,
+    /// Columns of the long rows, in row order.
+    pub long_cols: Vec<u32>,
+    /// Values of the long rows, in row order.
+    pub long_vals: Vec<T>,
+    /// `[row, first chunk, chunk count]` of each long row.
+    pub long_rows: Vec<[u32; 3]>,
+}
+
+/// Why a matrix cannot be stored as SELL within the limits the caller set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SellTooLarge {
+    /// Slots the slices would need.
+    pub slots: usize,
+    /// The limit.
+    pub limit: usize,
+}
+
+/// Slots SELL would store for rows of these lengths (padding included, long rows excluded),
+/// computed without building anything: what the plan compares with the entry count.
+pub fn slots_for(row_offsets: &[u32]) -> usize {
+    let nrows = row_offsets.len().saturating_sub(1);
+    (0..nrows.div_ceil(SIGMA))
+        .into_par_iter()
+        .map(|w| {
+            let mut lens = short_lengths(row_offsets, w * SIGMA, ((w + 1) * SIGMA).min(nrows));
+            lens.sort_unstable_by(|a, b| b.cmp(a));
+            lens.chunks(SLICE).map(|c| c[0] * SLICE).sum::<usize>()
+        })
+        .sum()
+}
+
+/// Lengths of the short rows of `lo..hi`.
+fn short_lengths(off: &[u32], lo: usize, hi: usize) -> Vec<usize> {
+    (lo..hi).map(|r| (off[r + 1] - off[r]) as usize).filter(|&l| l <= LONG_ROW).collect()
+}
+
+impl<T: Scalar> SellMatrix<T> {
+    /// Converts a CSR matrix, refusing when the slices would hold more than `max_slots` slots.
+    ///
+    /// # Errors
+    ///
+    /// [`SellTooLarge`] when the slots exceed `max_slots` (or the 32-bit index).
+    ///
+    /// ```
+    /// use spgpu::gpu::sell::{SellMatrix, SLICE};
+    /// use spgpu::CsrMatrix;
+    /// // rows of 1, 3 and 2 entries: one slice of width 3, rows sorted longest first
+    /// let a = CsrMatrix::try_from_parts(3, 4, vec![0, 1, 4, 6], vec![0, 0, 2, 3, 1, 2], vec![1.0f64; 6])?;
+    /// let s = SellMatrix::from_csr(&a, usize::MAX).unwrap();
+    /// assert_eq!(s.perm, vec![1, 2, 0]);
+    /// assert_eq!(s.slice_ptr, vec![0, 3 * SLICE as u32]);
+    /// assert_eq!(&s.cols[..3], &[0, 1, 0]); // first slot of rows 1, 2, 0
+    /// # Ok::<(), spgpu::FormatError>(())
+    /// ```
+    pub fn from_csr(a: &CsrMatrix<T>, max_slots: usize) -> Result<SellMatrix<T>, SellTooLarge> {
+        let off = a.row_offsets();
+        let nrows = a.nrows();
+        let len = |r: usize| (off[r + 1] - off[r]) as usize;
+        // sorted positions, window by window
+        let perm: Vec<u32> = (0..nrows.div_ceil(SIGMA))
+            .into_par_iter()
+            .flat_map_iter(|w| {
+                let mut rows: Vec<u32> = (w * SIGMA..((w + 1) * SIGMA).min(nrows))
+                    .filter(|&r| len(r) <= LONG_ROW)
+                    .map(|r| r as u32)
+                    .collect();
+                rows.sort_by_key(|&r| std::cmp::Reverse(len(r as usize)));
+                rows
+            })
+            .collect();
+        let nsorted = perm.len();
+        let nslices = nsorted.div_ceil(SLICE);
+        let mut slice_ptr = Vec::with_capacity(nslices + 1);
+        slice_ptr.push(0u32);
+        let mut slots = 0usize;
+        for s in 0..nslices {
+            let width =
+                perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().map(|&r| len(r as usize)).max().unwrap_or(0);
+            slots += width * SLICE;
+            if slots > max_slots || slots > u32::MAX as usize / 2 {
+                return Err(SellTooLarge { slots, limit: max_slots.min(u32::MAX as usize / 2) });
+            }
+            slice_ptr.push(slots as u32);
+        }
+        let mut cols = vec![ELL_PADDING; slots];
+        let mut vals = vec![T::ZERO; slots];
+        // split the slot arrays at slice boundaries, then fill slices in parallel
+        let mut col_parts = Vec::with_capacity(nslices);
+        let mut val_parts = Vec::with_capacity(nslices);
+        let (mut rest_c, mut rest_v) = (&mut cols[..], &mut vals[..]);
+        for s in 0..nslices {
+            let n = (slice_ptr[s + 1] - slice_ptr[s]) as usize;
+            let (c, rc) = rest_c.split_at_mut(n);
+            let (v, rv) = rest_v.split_at_mut(n);
+            col_parts.push(c);
+            val_parts.push(v);
+            rest_c = rc;
+            rest_v = rv;
+        }
+        let (acols, avals) = (a.col_indices(), a.values());
+        col_parts.into_par_iter().zip(val_parts).enumerate().for_each(|(s, (c, v))| {
+            for (lane, &r) in perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().enumerate() {
+                let (lo, hi) = (off[r as usize] as usize, off[r as usize + 1] as usize);
+                for (k, j) in (lo..hi).enumerate() {
+                    c[k * SLICE + lane] = acols[j];
+                    v[k * SLICE + lane] = avals[j];
+                }
+            }
+        });
+        // long rows, in row order, chunked
+        let mut chunk_entry = Vec::new();
+        let (mut long_cols, mut long_vals, mut long_rows) = (Vec::new(), Vec::new(), Vec::new());
+        for r in (0..nrows).filter(|&r| len(r) > LONG_ROW) {
+            let (lo, hi) = (off[r] as usize, off[r + 1] as usize);
+            let first = chunk_entry.len() as u32;
+            let chunks = (hi - lo).div_ceil(CHUNK);
+            for k in 0..chunks {
+                chunk_entry.push((long_cols.len() + k * CHUNK) as u32);
+            }
+            long_rows.push([r as u32, first, chunks as u32]);
+            long_cols.extend_from_slice(&acols[lo..hi]);
+            long_vals.extend_from_slice(&avals[lo..hi]);
+        }
+        chunk_entry.push(long_cols.len() as u32);
+        Ok(SellMatrix { nrows, nsorted, slice_ptr, perm, cols, vals, chunk_entry, long_cols, long_vals, long_rows })
+    }
+
+    /// Number of slices.
+    pub fn nslices(&self) -> usize {
+        self.slice_ptr.len() - 1
+    }
+
+    /// Number of chunks of long rows.
+    pub fn nchunks(&self) -> usize {
+        self.chunk_entry.len() - 1
+    }
+
+    /// Device bytes of every array, the chunk-sum scratch included.
+    pub fn device_bytes(&self) -> usize {
+        let t = std::mem::size_of::<T>();
+        self.slice_ptr.len() * 4
+            + self.perm.len() * 4
+            + self.cols.len() * (4 + t)
+            + self.chunk_entry.len() * 4
+            + self.long_cols.len() * (4 + t)
+            + self.long_rows.len() * 12
+            + self.nchunks() * 8
+    }
+
+    /// The matrix back in CSR form (for downloads and checks).
+    pub fn to_csr(&self, ncols: usize) -> CsrMatrix<T> {
+        let mut rows: Vec<(Vec<u32>, Vec<T>)> = vec![(Vec::new(), Vec::new()); self.nrows];
+        for (p, &r) in self.perm.iter().enumerate() {
+            let (s, lane) = (p / SLICE, p % SLICE);
+            let base = self.slice_ptr[s] as usize;
+            let width = (self.slice_ptr[s + 1] as usize - base) / SLICE;
+            for k in 0..width {
+                let slot = base + k * SLICE + lane;
+                if self.cols[slot] == ELL_PADDING {
+                    break;
+                }
+                rows[r as usize].0.push(self.cols[slot]);
+                rows[r as usize].1.push(self.vals[slot]);
+            }
+        }
+        for &[r, first, count] in &self.long_rows {
+            let lo = self.chunk_entry[first as usize] as usize;
+            let hi = self.chunk_entry[(first + count) as usize] as usize;
+            rows[r as usize] = (self.long_cols[lo..hi].to_vec(), self.long_vals[lo..hi].to_vec());
+        }
+        let mut offsets = Vec::with_capacity(self.nrows + 1);
+        offsets.push(0u32);
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for (c, v) in rows {
+            cols.extend(c);
+            vals.extend(v);
+            offsets.push(cols.len() as u32);
+        }
+        CsrMatrix::try_from_parts(self.nrows, ncols, offsets, cols, vals).expect("SELL holds a valid CSR matrix")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn csr(lengths: &[usize], ncols: usize) -> CsrMatrix<f64> {
+        let mut off = vec![0u32];
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for (i, &l) in lengths.iter().enumerate() {
+            for k in 0..l.min(ncols) {
+                cols.push(((i * 7 + k * 13) % ncols) as u32);
+                vals.push((i * 31 + k) as f64 + 0.5);
+            }
+            let row = off.len() - 1;
+            let lo = off[row] as usize;
+            let (c, v) = (&mut cols[lo..], &mut vals[lo..]);
+            let mut pairs: Vec<(u32, f64)> = c.iter().copied().zip(v.iter().copied()).collect();
+            pairs.sort_by_key(|p| p.0);
+            pairs.dedup_by_key(|p| p.0);
+            cols.truncate(lo);
+            vals.truncate(lo);
+            cols.extend(pairs.iter().map(|p| p.0));
+            vals.extend(pairs.iter().map(|p| p.1));
+            off.push(cols.len() as u32);
+        }
+        CsrMatrix::try_from_parts(lengths.len(), ncols, off, cols, vals).unwrap()
+    }
+
+    fn round_trip(lengths: &[usize]) -> SellMatrix<f64> {
+        let a = csr(lengths, 5000);
+        let s = SellMatrix::from_csr(&a, usize::MAX).unwrap();
+        assert_eq!(s.to_csr(5000), a);
+        assert_eq!(s.cols.len(), slots_for(a.row_offsets()));
+        assert_eq!(s.nsorted + s.long_rows.len(), a.nrows());
+        // rows only move within their window
+        for (p, &r) in s.perm.iter().enumerate() {
+            let _ = p;
+            assert!(a.row_len(r as usize) <= LONG_ROW);
+        }
+        for &[r, first, count] in &s.long_rows {
+            assert_eq!(count as usize, a.row_len(r as usize).div_ceil(CHUNK));
+            for k in first..first + count {
+                let n = s.chunk_entry[k as usize + 1] - s.chunk_entry[k as usize];
+                assert!(n > 0 && n as usize <= CHUNK);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn small_cases() {
+        let s = round_trip(&[]);
+        assert_eq!((s.nslices(), s.nchunks()), (0, 0));
+        round_trip(&[0, 0, 0]);
+        let s = round_trip(&[3, 600, 1, 0, 5000, 2]);
+        assert_eq!(s.long_rows, vec![[1, 0, 1], [4, 1, 3]]);
+        assert_eq!(s.nsorted, 4);
+    }
+
+    #[test]
+    fn sorting_stays_within_windows_and_cuts_padding() {
+        let lengths: Vec<usize> = (0..3 * SIGMA + 5).map(|i| (i * 37) % 40).collect();
+        let s = round_trip(&lengths);
+        for (p, &r) in s.perm.iter().enumerate() {
+            assert_eq!(p / SIGMA, r as usize / SIGMA, "row {r} left its window");
+        }
+        let nnz: usize = lengths.iter().sum();
+        assert!((s.cols.len() as f64) < 1.1 * nnz as f64, "{} slots for {nnz} entries", s.cols.len());
+    }
+
+    #[test]
+    fn the_slot_limit_is_enforced() {
+        let a = csr(&[10; 100], 100);
+        let e = SellMatrix::from_csr(&a, 500).unwrap_err();
+        assert!(e.slots > 500 && e.limit == 500);
+    }
+
+    proptest! {
+        #[test]
+        fn any_lengths_round_trip(lengths in prop::collection::vec(
+            prop_oneof![8 => 0usize..20, 1 => 0usize..3000], 0..300)) {
+            round_trip(&lengths);
+        }
+    }
+}
