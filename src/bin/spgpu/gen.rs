@@ -11,15 +11,48 @@ use spgpu::{CsrMatrix, Scalar};
 
 use crate::CliResult;
 
+/// The generated matrices by full name, for `spgpu gen --help` (as `spgpu::gen::from_spec`
+/// documents them).
+const NAMES: &str = "\
+Generated matrices by full name (also accepted as gen:NAME wherever a matrix file is):
+  lap2d:N                       2D 5-point Laplacian, N^2 rows (SPD)
+  lap3d:N                       3D 7-point Laplacian, N^3 rows (SPD)
+  stencil27:N                   3D 27-point stencil, N^3 rows (SPD)
+  elast:N                       3-DOF elasticity on an N^3 grid: 3 N^3 rows, 81 entries per
+                                interior row (SPD); elast:64 has 61.7M entries
+  uniform:ROWS:COLS:PER_ROW[:SEED]   PER_ROW uniform random columns per row
+  powerlaw:ROWS[:SEED]          Lomax row lengths (mean 12.8, up to 20000), uniform columns
+  longrows:ROWS[:SEED]          uniform:ROWS:10*ROWS:1000
+  banded:N:HALF[:SEED]          band of half-width HALF (SPD)
+  rmat:SCALE:EDGEFACTOR[:SEED]  Graph500 R-MAT graph (a=0.57, b=c=0.19): 2^SCALE rows,
+                                EDGEFACTOR*2^SCALE edges drawn, labels permuted, self loops
+                                dropped, repeats merged, weights in [0.5, 1.5); rmat:21:16
+  circuit:N[:SEED]              3-8 entries per row near the diagonal, plus N/50000 power nets
+                                of 20000-80000 entries in a row and a column (SPD);
+                                circuit:3000000 has about 21M entries
+  web:N[:SEED]                  web crawl: power-law out-degrees (mean 12.5, up to 5000),
+                                75% of links within 16384 ids; web:4000000
+  geo:N[:SEED]                  random geometric graph in the unit square, 12 neighbours on
+                                average, numbered cell by cell (SPD); geo:4000000
+  graphlap:NAME                 shifted graph Laplacian L + I of NAME's symmetrized pattern:
+                                rows sum to 1 (SPD); graphlap:rmat:20:16
+The seed defaults to 42; the same name gives the same matrix on any machine.
+
+Memory: the peak host memory of building the matrix is estimated first, and the
+command stops at once when it exceeds the limit: SPGPU_MEM_LIMIT (bytes, with an optional
+K, M, G or T suffix: SPGPU_MEM_LIMIT=64G) when set, else the memory available.";
+
 /// Arguments of `spgpu gen`.
 #[derive(clap::Args)]
+#[command(after_long_help = NAMES)]
 pub struct Args {
-    /// The generator: lap2d, lap3d, stencil27 (grid side --size), uniform (--size rows,
-    /// --cols, --per-row), powerlaw, longrows (--size rows), banded (--size, --half-bandwidth);
-    /// or a full name such as `lap2d:100` or `uniform:1000:1000:8:7`.
+    /// The generator: lap2d, lap3d, stencil27, elast (grid side --size), uniform (--size rows,
+    /// --cols, --per-row), powerlaw, longrows, circuit, web, geo (--size rows), banded
+    /// (--size, --half-bandwidth), rmat (--size is the scale, --edge-factor); or a full name
+    /// such as `lap2d:100`, `uniform:1000:1000:8:7` or `graphlap:rmat:16:16` (see --help).
     pub kind: String,
-    /// Grid side (lap2d, lap3d, stencil27, banded) or number of rows (uniform, powerlaw,
-    /// longrows).
+    /// Grid side (lap2d, lap3d, stencil27, elast, banded), number of rows (uniform, powerlaw,
+    /// longrows, circuit, web, geo) or scale (rmat: 2^size rows).
     #[arg(long)]
     pub size: Option<usize>,
     /// Columns (uniform; default: --size).
@@ -31,10 +64,14 @@ pub struct Args {
     /// Half bandwidth (banded).
     #[arg(long, default_value_t = 5)]
     pub half_bandwidth: usize,
-    /// Random seed (uniform, powerlaw, longrows, banded).
+    /// Edges drawn per vertex (rmat).
+    #[arg(long, default_value_t = 16)]
+    pub edge_factor: usize,
+    /// Random seed (uniform, powerlaw, longrows, banded, rmat, circuit, web, geo).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Write the lower triangle as `symmetric` (the Laplacians and stencils are symmetric).
+    /// Write the lower triangle as `symmetric` (the Laplacians, stencils, elast, banded,
+    /// circuit, geo and graphlap are symmetric).
     #[arg(long)]
     pub symmetric: bool,
     /// Precision of the values written: f64 or f32.
@@ -52,13 +89,15 @@ fn spec(args: &Args) -> Result<String, String> {
     }
     let size = args.size.ok_or_else(|| format!("spgpu gen {}: --size is required", args.kind))?;
     Ok(match args.kind.as_str() {
-        "lap2d" | "lap3d" | "stencil27" => format!("{}:{size}", args.kind),
+        "lap2d" | "lap3d" | "stencil27" | "elast" => format!("{}:{size}", args.kind),
         "uniform" => format!("uniform:{size}:{}:{}:{}", args.cols.unwrap_or(size), args.per_row, args.seed),
-        "powerlaw" | "longrows" => format!("{}:{size}:{}", args.kind, args.seed),
+        "powerlaw" | "longrows" | "circuit" | "web" | "geo" => format!("{}:{size}:{}", args.kind, args.seed),
         "banded" => format!("banded:{size}:{}:{}", args.half_bandwidth, args.seed),
+        "rmat" => format!("rmat:{size}:{}:{}", args.edge_factor, args.seed),
         k => {
             return Err(format!(
-                "unknown generator '{k}': expected lap2d, lap3d, stencil27, uniform, powerlaw, longrows or banded"
+                "unknown generator '{k}': expected lap2d, lap3d, stencil27, elast, uniform, powerlaw, longrows, \
+                 banded, rmat, circuit, web or geo, or a full name such as graphlap:rmat:16:16"
             ))
         }
     })
