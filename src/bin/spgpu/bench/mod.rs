@@ -73,15 +73,33 @@ pub enum Precision {
     Both,
 }
 
-/// The end of `spgpu bench --help`.
-const AFTER_HELP: &str = "\
-Suites (--suite, repeatable; generated on the host, once per run, then cast to f32):
-  large     lap2d:2000 lap3d:150 stencil27:100 longrows:20000 uniform:2000000:2000000:16
-            powerlaw:1000000 powerlaw:4000000 rmat:21:16 web:4000000 circuit:3000000
-            geo:4000000 elast:65  (the plan's rules are fitted on these)
-  validate  the same classes at other sizes and seeds (lap2d:3000 lap3d:120 stencil27:80
-            longrows:50000:7 ... elast:55), to check rules fitted on `large`
-
+/// The end of `spgpu bench --help`: the suites (from [`suite`], the one list) and what the
+/// run prints.
+fn after_help() -> String {
+    let mut s = String::from("Suites (--suite, repeatable; generated on the host, once per run, then cast to f32):\n");
+    for (name, what, specs) in [
+        ("large", "the plan's rules are fitted on these", Suite::Large.specs()),
+        (
+            "validate",
+            "other sizes and seeds of the same classes, to check rules fitted on large",
+            Suite::Validate.specs(),
+        ),
+    ] {
+        s += &format!("  {name:<9} {what}:\n");
+        let mut line = String::from("            ");
+        for spec in specs {
+            if line.len() + spec.len() > 90 {
+                s += line.trim_end();
+                s.push('\n');
+                line = String::from("            ");
+            }
+            line += spec;
+            line.push(' ');
+        }
+        s += line.trim_end();
+        s.push('\n');
+    }
+    s + "
 Output: a block per matrix and precision (every implementation, fastest first), then the
 summary: per matrix and precision the plan (spgpu-auto) against the fastest cuSPARSE variant
 (speedup = t_cusparse / t_auto), the fraction of the copy bandwidth each reaches, the
@@ -94,11 +112,12 @@ measurement and rebuilds it all with --from-csv; --plot draws the speedups.
 Examples:
   spgpu bench --suite large --precision both --no-cpu --csv large.csv --plot large.svg
   spgpu bench --suite large --kernels auto,balanced,ell,vector:8
-  spgpu bench --from-csv large.csv --markdown large.md --plot large.svg";
+  spgpu bench --from-csv large.csv --markdown large.md --plot large.svg"
+}
 
 /// Arguments of `spgpu bench`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// Matrix Market files (.mtx, .mtx.gz) or folders of them. Without paths, --gen and
     /// --suite: the folder $SPGPU_MATRICES, else matrices/suitesparse (see matrices/README.md).
@@ -122,16 +141,18 @@ pub struct Args {
     /// Write every measurement as CSV to this file.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write the run, matrices and measurements as JSON to this file.
+    /// Write the run, matrices, measurements and summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw GB/s per matrix and implementation, with the copy bandwidth, as SVG.
+    /// Draw the plan's speedup over the fastest cuSPARSE variant per matrix (log axis, one
+    /// panel per group, f64 and f32 as two series) as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Write the summary table (one row per matrix) as Markdown to this file.
+    /// Write the summary and the table of every implementation as Markdown to this file.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Repetitions per timing; the median is reported.
+    /// Repetitions per timing (each about 2 ms of back-to-back launches, or one launch of a
+    /// slower kernel); the median is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub reps: u32,
     /// Also time CUDA-graph replays for matrices with fewer entries than this.
