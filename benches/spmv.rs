@@ -1,4 +1,11 @@
-//! SpMV throughput per kernel, format, precision and matrix: `spmv/<kernel>/<scalar>/<matrix>`.
+//! SpMV throughput per kernel, precision and matrix: `spmv/<kernel>/<scalar>/<matrix>`.
+//!
+//! The kernels are the plan (`auto`) and every kernel that can be forced
+//! (`KernelChoice::forced`), except that the vector kernel runs once, with the threads per
+//! row of the design rule (`vector`; `spgpu bench` times every `vector:N`). Each is uploaded
+//! with `DeviceCsr::upload_with`; a kernel that fails at upload or at its first launch is
+//! left out with a message, except `ell`, which falls back to a `DeviceEll` when
+//! `upload_with` refuses it.
 //!
 //! Each sample times `iters` back-to-back `y = A x` launches on the context's stream with
 //! CUDA events (`Context::time`), so criterion sees device time, not queueing time, and the
@@ -72,6 +79,42 @@ fn check<T: Scalar>(what: &str, a: &CsrMatrix<T>, x: &[T], y: &DeviceVector<T>) 
     assert!(err <= tol, "{what}: relative error {err:.2e} against the CPU reference");
 }
 
+/// The kernels timed (see the module docs).
+fn choices(warp_size: u32) -> Vec<KernelChoice> {
+    let mut out = vec![KernelChoice::Auto];
+    for k in KernelChoice::forced(warp_size) {
+        let k = if matches!(k, KernelChoice::VectorTpr(_)) { KernelChoice::Vector } else { k };
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// A matrix on the device, as `upload_with` made it or, for `ell` when it refuses, as a
+/// `DeviceEll`.
+enum Uploaded<T: Scalar> {
+    Csr(DeviceCsr<T>),
+    Ell(DeviceEll<T>),
+}
+
+impl<T: Scalar> Uploaded<T> {
+    fn new(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> spgpu::Result<Self> {
+        match DeviceCsr::upload_with(ctx, a, choice) {
+            Ok(d) => Ok(Uploaded::Csr(d)),
+            Err(_) if choice == KernelChoice::Ell => Ok(Uploaded::Ell(DeviceEll::from_csr(ctx, a)?)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn spmv(&self, x: &DeviceVector<T>, y: &mut DeviceVector<T>) -> spgpu::Result<()> {
+        match self {
+            Uploaded::Csr(d) => d.spmv(T::ONE, x, T::ZERO, y),
+            Uploaded::Ell(d) => d.spmv(T::ONE, x, T::ZERO, y),
+        }
+    }
+}
+
 fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, mats: &[(String, CsrMatrix<f64>)]) {
     let mut group = c.benchmark_group("spmv");
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
@@ -82,32 +125,20 @@ fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, mats: &[
         let xh: Vec<T> = (0..a.ncols()).map(|i| T::from_f64(((i * 7919) % 2003) as f64 / 1001.0 - 1.0)).collect();
         let x = DeviceVector::from_slice(ctx, &xh).expect("uploading x");
         let mut y = DeviceVector::zeros(ctx, a.nrows()).expect("allocating y");
-        let mut d = DeviceCsr::upload(ctx, &a).expect("uploading the matrix");
-        for choice in [KernelChoice::Auto, KernelChoice::Scalar, KernelChoice::Vector] {
-            d.set_kernel(choice).expect("a CSR kernel");
+        for choice in choices(ctx.warp_size()) {
             let id = format!("{choice}/{}/{name}", T::NAME);
-            d.spmv(T::ONE, &x, T::ZERO, &mut y).expect("SpMV");
+            let d = match Uploaded::new(ctx, &a, choice).and_then(|d| d.spmv(&x, &mut y).map(|()| d)) {
+                Ok(d) => d,
+                Err(e) => {
+                    ctx.synchronize().unwrap_or_else(|dead| panic!("{id}: {e}; the device then failed: {dead}"));
+                    eprintln!("spmv bench: {id} left out: {e}");
+                    continue;
+                }
+            };
             check(&id, &a, &xh, &y);
             group.bench_function(id, |b| {
-                b.iter_custom(|iters| {
-                    ctx.time(|| (0..iters).try_for_each(|_| d.spmv(T::ONE, &x, T::ZERO, &mut y))).expect("timed SpMV")
-                })
+                b.iter_custom(|iters| ctx.time(|| (0..iters).try_for_each(|_| d.spmv(&x, &mut y))).expect("timed SpMV"))
             });
-        }
-        drop(d);
-        match DeviceEll::from_csr(ctx, &a) {
-            Ok(e) => {
-                let id = format!("ell/{}/{name}", T::NAME);
-                e.spmv(T::ONE, &x, T::ZERO, &mut y).expect("SpMV");
-                check(&id, &a, &xh, &y);
-                group.bench_function(id, |b| {
-                    b.iter_custom(|iters| {
-                        ctx.time(|| (0..iters).try_for_each(|_| e.spmv(T::ONE, &x, T::ZERO, &mut y)))
-                            .expect("timed SpMV")
-                    })
-                });
-            }
-            Err(err) => eprintln!("spmv bench: ell/{}/{name} left out: {err}", T::NAME),
         }
     }
     group.finish();

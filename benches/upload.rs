@@ -1,14 +1,17 @@
 //! Host-to-device upload: `upload/<what>/<scalar>/<matrix>`.
 //!
-//! Times `DeviceCsr::upload` (allocation, the three copies from pageable host memory and the
-//! row statistics the plan needs) and `DeviceVector::from_slice` of a vector as long as the
-//! matrix has rows, on the host clock after the context's stream is synchronized. Throughput
-//! is the bytes copied: `nnz * (4 + s) + (nrows + 1) * 4` for the matrix, `nrows * s` for
-//! the vector. Without a GPU the benchmark prints why and measures nothing (it fails instead
-//! when `SPGPU_REQUIRE_GPU=1`).
+//! Times `DeviceCsr::upload_with` (allocation, the copies from pageable host memory, the
+//! row statistics the plan needs and the kernel's preprocessing) for the plan (`auto`) and
+//! for the kernels that preprocess at upload (`balanced`, `ell`), and
+//! `DeviceVector::from_slice` of a vector as long as the matrix has rows (`vector`), on the
+//! host clock after the context's stream is synchronized. A kernel whose upload fails is left
+//! out with a message; each upload's preprocessing time and device memory are printed once.
+//! Throughput is the bytes of the CSR arrays, `nnz * (4 + s) + (nrows + 1) * 4`, for every
+//! matrix upload (so the figures compare), `nrows * s` for the vector. Without a GPU the
+//! benchmark prints why and measures nothing (it fails instead when `SPGPU_REQUIRE_GPU=1`).
 
 use criterion::{Criterion, Throughput};
-use spgpu::gpu::{Context, DeviceCsr, DeviceVector};
+use spgpu::gpu::{Context, DeviceCsr, DeviceVector, KernelChoice};
 use spgpu::{gen, CsrMatrix, Scalar};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -19,19 +22,33 @@ fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, name: &s
     group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
     let matrix_bytes = (a.nnz() * (4 + T::BYTES) + (a.nrows() + 1) * 4) as u64;
     group.throughput(Throughput::Bytes(matrix_bytes));
-    group.bench_function(format!("csr/{}/{name}", T::NAME), |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let d = DeviceCsr::upload(ctx, &a).expect("uploading the matrix");
-                ctx.synchronize().expect("synchronizing");
-                total += t.elapsed();
-                drop(black_box(d));
+    for choice in [KernelChoice::Auto, KernelChoice::Balanced, KernelChoice::Ell] {
+        let id = format!("{choice}/{}/{name}", T::NAME);
+        match DeviceCsr::upload_with(ctx, &a, choice) {
+            Ok(d) => println!(
+                "upload bench: {id}: preprocessing {:.2} ms, device memory {:.2}x the CSR arrays",
+                d.preprocessing().as_secs_f64() * 1e3,
+                d.device_bytes() as f64 / matrix_bytes as f64
+            ),
+            Err(e) => {
+                eprintln!("upload bench: {id} left out: {e}");
+                continue;
             }
-            total
-        })
-    });
+        }
+        group.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    let d = DeviceCsr::upload_with(ctx, &a, choice).expect("uploading the matrix");
+                    ctx.synchronize().expect("synchronizing");
+                    total += t.elapsed();
+                    drop(black_box(d));
+                }
+                total
+            })
+        });
+    }
     let v: Vec<T> = (0..a.nrows()).map(|i| T::from_f64(i as f64)).collect();
     group.throughput(Throughput::Bytes((v.len() * T::BYTES) as u64));
     group.bench_function(format!("vector/{}/{name}", T::NAME), |b| {

@@ -403,6 +403,11 @@ pub struct SpmvPlan<'a, T: Scalar> {
 }
 
 impl<T: Scalar> SpmvPlan<'_, T> {
+    /// Bytes of the work buffer cuSPARSE asked for (`cusparseSpMV_bufferSize`).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer.as_ref().map_or(0, |b| b.len() as u64)
+    }
+
     fn buffer_ptr(&self) -> *mut c_void {
         self.buffer.as_ref().map_or(std::ptr::null_mut(), |b| b.as_device_ptr().as_mut_ptr().cast())
     }

@@ -1,30 +1,39 @@
 //! `spgpu bench`: SpMV of every kernel against cuSPARSE, the CPU and the memory-bandwidth
 //! limit, over a set of matrices, in one run.
 //!
-//! For each matrix and precision it prints the shape, the row statistics and the plan's
-//! choice, then times every implementation that applies, checks each result against the
-//! CPU reference ([`spgpu::reference`]), and reports GB/s by the byte model ([`model`]) and
-//! the fraction of the device-to-device copy bandwidth measured at the start of the run:
+//! The matrices are files, folders of them, generated ones (`--gen`) and named suites of
+//! generated ones (`--suite large`, `--suite validate`: [`suite`]); each is read or generated
+//! once, on the host (the time is reported), and cast to f32 for the f32 run. For each
+//! matrix and precision it prints the shape, the row statistics and the plan's choice, then
+//! times every implementation that applies, checks each result against the CPU reference
+//! ([`spgpu::reference`]), and reports GB/s by the byte model ([`model`]) and the fraction
+//! of the device-to-device copy bandwidth measured at the start of the run:
 //!
-//! - `spgpu-auto` (the plan's kernel) and every kernel forced by name: `spgpu-scalar`,
-//!   `spgpu-vector:N` for each compiled threads-per-row count, `spgpu-ell` (when ELLPACK
-//!   pads within its default limit);
-//! - cuSPARSE `cusparseSpMV` on the same device arrays: CSR ALG1, ALG2, and ALG1 after
+//! - `spgpu-auto` (the plan's kernel) and every kernel forced by name
+//!   ([`KernelChoice::forced`]: `spgpu-scalar`, `spgpu-vector:N`, `spgpu-balanced`,
+//!   `spgpu-ell`), or those of `--kernels`; each is uploaded with
+//!   [`DeviceCsr::upload_with`], whose time, preprocessing and device memory are recorded.
+//!   A kernel that fails at upload or launch is skipped with a note; for `ell`, a
+//!   [`DeviceEll`] is measured instead when `upload_with` refuses it;
+//! - cuSPARSE `cusparseSpMV` on a plain CSR upload: CSR ALG1, ALG2, and ALG1 after
 //!   `cusparseSpMV_preprocess` ([`cusparse`], loaded at run time; skipped with a note when
 //!   absent);
 //! - `cpu-sprs` and `cpu-nalgebra` on all cores ([`cpu`]).
 //!
-//! GPU times are medians of CUDA-event timings of many back-to-back launches ([`timing`]);
+//! GPU times are medians of CUDA-event timings of back-to-back launches ([`timing`]);
 //! matrices with fewer entries than `--graph-below` are also timed as CUDA-graph replays,
 //! which removes the launch overhead that dominates there. Results go to an aligned table
-//! on stdout and, on request, CSV, JSON, a Markdown summary and an SVG plot ([`report`],
-//! [`plot`]).
+//! on stdout and, on request, CSV, JSON, Markdown and an SVG plot ([`report`], [`plot`]);
+//! all of them lead with the [`summary`]: the plan against the fastest cuSPARSE variant,
+//! memory-bound and latency-bound matrices apart.
 
 mod cpu;
 mod cusparse;
 pub(crate) mod model;
 mod plot;
 mod report;
+mod suite;
+mod summary;
 mod timing;
 
 use crate::CliResult;
@@ -33,10 +42,12 @@ use cusparse::{Algorithm, CuSparse};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use report::{MatrixInfo, Measurement, Report, RunInfo};
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, VECTOR_THREADS_PER_ROW};
-use spgpu::{gen, reference, CsrMatrix, Scalar};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
+use spgpu::{gen, reference, CsrMatrix, EllMatrix, Scalar};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+use suite::Suite;
 use timing::{Method, Timing};
 
 /// Errors inside the benchmark: any error, printed on one line.
@@ -62,32 +73,86 @@ pub enum Precision {
     Both,
 }
 
+/// The end of `spgpu bench --help`: the suites (from [`suite`], the one list) and what the
+/// run prints.
+fn after_help() -> String {
+    let mut s = String::from("Suites (--suite, repeatable; generated on the host, once per run, then cast to f32):\n");
+    for (name, what, specs) in [
+        ("large", "the plan's rules are fitted on these", Suite::Large.specs()),
+        (
+            "validate",
+            "other sizes and seeds of the same classes, to check rules fitted on large",
+            Suite::Validate.specs(),
+        ),
+    ] {
+        s += &format!("  {name:<9} {what}:\n");
+        let mut line = String::from("            ");
+        for spec in specs {
+            if line.len() + spec.len() > 90 {
+                s += line.trim_end();
+                s.push('\n');
+                line = String::from("            ");
+            }
+            line += spec;
+            line.push(' ');
+        }
+        s += line.trim_end();
+        s.push('\n');
+    }
+    s + "
+Output: a block per matrix and precision (every implementation, fastest first), then the
+summary: per matrix and precision the plan (spgpu-auto) against the fastest cuSPARSE variant
+(speedup = t_cusparse / t_auto), the fraction of the copy bandwidth each reaches, the
+plan's preprocessing and upload time in SpMVs and its device memory over the CSR arrays';
+memory-bound matrices (working set by the byte model > the device's L2) apart from
+latency-bound ones, with the geometric mean and minimum of the speedups and the count below
+1.0x per group and precision. The same goes to --markdown and --json; --csv has every
+measurement and rebuilds it all with --from-csv; --plot draws the speedups.
+
+Examples:
+  spgpu bench --suite large --precision both --no-cpu --csv large.csv --plot large.svg
+  spgpu bench --suite large --kernels auto,balanced,ell,vector:8
+  spgpu bench --from-csv large.csv --markdown large.md --plot large.svg"
+}
+
 /// Arguments of `spgpu bench`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = after_help())]
 pub struct Args {
-    /// Matrix Market files (.mtx, .mtx.gz) or folders of them. Without paths and without
-    /// --gen: the folder $SPGPU_MATRICES, else matrices/suitesparse (see matrices/README.md).
+    /// Matrix Market files (.mtx, .mtx.gz) or folders of them. Without paths, --gen and
+    /// --suite: the folder $SPGPU_MATRICES, else matrices/suitesparse (see matrices/README.md).
     pub paths: Vec<PathBuf>,
     /// A generated matrix by name, for example lap2d:2000, stencil27:100, powerlaw:1000000,
     /// longrows:20000 (repeatable; see `spgpu gen`).
     #[arg(long = "gen", value_name = "NAME")]
     pub gens: Vec<String>,
+    /// A named set of generated matrices: large (the fit set) or validate (repeatable;
+    /// combines with paths and --gen; listed below).
+    #[arg(long = "suite", value_enum, value_name = "NAME")]
+    pub suites: Vec<Suite>,
+    /// The spgpu kernels to run, comma-separated, for example auto,balanced,ell,vector:8
+    /// [default: auto and every forced kernel: scalar, vector:2 .. vector:32, balanced,
+    /// ell]. auto always runs: the summary compares it with cuSPARSE.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_kernel)]
+    pub kernels: Vec<KernelChoice>,
     /// Element type(s) to benchmark.
     #[arg(long, value_enum, default_value = "f64")]
     pub precision: Precision,
     /// Write every measurement as CSV to this file.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write the run, matrices and measurements as JSON to this file.
+    /// Write the run, matrices, measurements and summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw GB/s per matrix and implementation, with the copy bandwidth, as SVG.
+    /// Draw the plan's speedup over the fastest cuSPARSE variant per matrix (log axis, one
+    /// panel per group, f64 and f32 as two series) as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Write the summary table (one row per matrix) as Markdown to this file.
+    /// Write the summary and the table of every implementation as Markdown to this file.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Repetitions per timing; the median is reported.
+    /// Repetitions per timing (each about 2 ms of back-to-back launches, or one launch of a
+    /// slower kernel); the median is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub reps: u32,
     /// Also time CUDA-graph replays for matrices with fewer entries than this.
@@ -102,10 +167,32 @@ pub struct Args {
     /// Skip the CPU baselines.
     #[arg(long)]
     pub no_cpu: bool,
+    /// The L2 size in MiB that separates memory-bound from latency-bound matrices, instead
+    /// of the device's (or, with --from-csv, the CSV's; needed for a CSV without l2_bytes).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub l2_mib: Option<u64>,
     /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
     /// run (no GPU needed).
-    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens"])]
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels"])]
     pub from_csv: Option<PathBuf>,
+}
+
+/// Parses one entry of `--kernels`.
+fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
+    s.trim().parse::<KernelChoice>().map_err(|e| e.to_string())
+}
+
+/// The kernels to force besides `auto`, in order and without repeats: those named, or every
+/// forced kernel of the device ([`KernelChoice::forced`]) when none is.
+fn forced_kernels(named: &[KernelChoice], warp_size: u32) -> Vec<KernelChoice> {
+    let wanted = if named.is_empty() { KernelChoice::forced(warp_size) } else { named.to_vec() };
+    let mut out: Vec<KernelChoice> = Vec::new();
+    for k in wanted {
+        if k != KernelChoice::Auto && !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// One matrix to run: where it comes from.
@@ -166,10 +253,16 @@ fn folder_files(dir: &Path) -> BenchResult<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The matrices named by the arguments, in order: paths (folders expanded), then generated.
-fn inputs(paths: &[PathBuf], gens: &[String], default_folder: Option<PathBuf>) -> BenchResult<Vec<Input>> {
-    let mut out = Vec::new();
-    let from_default = paths.is_empty() && gens.is_empty();
+/// The matrices named by the arguments, in order: paths (folders expanded), the suites'
+/// matrices, then `--gen`; a matrix named twice runs once.
+fn inputs(
+    paths: &[PathBuf],
+    gens: &[String],
+    suites: &[Suite],
+    default_folder: Option<PathBuf>,
+) -> BenchResult<Vec<Input>> {
+    let mut out: Vec<Input> = Vec::new();
+    let from_default = paths.is_empty() && gens.is_empty() && suites.is_empty();
     let paths: Vec<PathBuf> = if from_default {
         vec![default_folder.unwrap_or_else(|| PathBuf::from(DEFAULT_FOLDER))]
     } else {
@@ -194,8 +287,12 @@ fn inputs(paths: &[PathBuf], gens: &[String], default_folder: Option<PathBuf>) -
             return Err(format!("{}: no such file or folder", p.display()).into());
         }
     }
-    for g in gens {
-        out.push(Input::Generated(g.clone()));
+    let generated = suites.iter().flat_map(|s| s.specs().iter().map(|g| g.to_string())).chain(gens.iter().cloned());
+    for g in generated {
+        let input = Input::Generated(g);
+        if !out.iter().any(|i| i.name() == input.name()) {
+            out.push(input);
+        }
     }
     Ok(out)
 }
@@ -209,6 +306,8 @@ struct Env {
     graph_below: usize,
     cpu: bool,
     threads: usize,
+    /// The kernels forced besides `auto`.
+    kernels: Vec<KernelChoice>,
 }
 
 /// Relative 2-norm error allowed against the reference: f32 sums of long rows in cuSPARSE
@@ -233,6 +332,33 @@ struct Sink<'n> {
     notes: &'n mut Vec<String>,
 }
 
+/// What it cost to get an implementation's matrix onto the device.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    /// Wall seconds of the upload, copies and preprocessing included (NaN: not measured).
+    upload: f64,
+    /// Of which preprocessing for the kernel (NaN: not measured).
+    preprocessing: f64,
+    /// Device bytes of the matrix for this implementation (0: not measured).
+    device_bytes: u64,
+}
+
+impl Cost {
+    /// The cost of a [`DeviceCsr`] uploaded in `upload` seconds.
+    fn of<T: Scalar>(d: &DeviceCsr<T>, upload: f64) -> Cost {
+        Cost { upload, preprocessing: d.preprocessing().as_secs_f64(), device_bytes: d.device_bytes() as u64 }
+    }
+}
+
+/// One implementation to check and time on the GPU.
+struct Case<'a> {
+    /// Its name in reports: `spgpu-<kernel>`, `cusparse-<alg>`.
+    implementation: &'a str,
+    /// Bytes its format holds and reads (see [`Measurement::format_bytes`]).
+    format_bytes: u64,
+    cost: Cost,
+}
+
 /// Checks and times one implementation on the GPU; pushes one measurement per timing method.
 /// A graph capture that the implementation does not support is a note, not an error.
 #[allow(clippy::too_many_arguments)]
@@ -240,8 +366,7 @@ fn gpu_case<T: Scalar>(
     env: &Env,
     a: &CsrMatrix<T>,
     name: &str,
-    implementation: &str,
-    format_bytes: u64,
+    case: &Case<'_>,
     x: &mut DeviceVector<T>,
     y: &mut DeviceVector<T>,
     seed: u64,
@@ -265,27 +390,49 @@ fn gpu_case<T: Scalar>(
             Ok(t) => timings.push(t),
             Err(e) => {
                 stream.synchronize()?;
-                sink.notes.push(format!("{name} ({}): {implementation}: no graph timing: {e}", T::NAME));
+                sink.notes.push(format!("{name} ({}): {}: no graph timing: {e}", T::NAME, case.implementation));
             }
         }
     }
     let bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
     for t in timings {
-        sink.out.push(measurement::<T>(
-            name,
-            implementation,
-            t,
-            bytes,
-            format_bytes,
-            env.copy_gbps,
-            rel_error,
-            correct,
-        ));
+        let mut m = measurement::<T>(name, case.implementation, t, bytes, case.format_bytes, env.copy_gbps);
+        (m.rel_error, m.correct) = (rel_error, correct);
+        (m.upload_seconds, m.preprocessing_seconds, m.device_bytes) =
+            (case.cost.upload, case.cost.preprocessing, case.cost.device_bytes);
+        sink.out.push(m);
     }
     Ok(())
 }
 
+/// Runs [`gpu_case`]; when it fails, notes that the implementation was skipped and goes on,
+/// unless the device itself has failed (then the error ends the run: nothing after it could
+/// be trusted).
 #[allow(clippy::too_many_arguments)]
+fn gpu_case_or_skip<T: Scalar>(
+    env: &Env,
+    a: &CsrMatrix<T>,
+    name: &str,
+    case: &Case<'_>,
+    x: &mut DeviceVector<T>,
+    y: &mut DeviceVector<T>,
+    seed: u64,
+    launch: Launch<'_, T>,
+    sink: &mut Sink<'_>,
+) -> BenchResult<()> {
+    if let Err(e) = gpu_case(env, a, name, case, x, y, seed, launch, sink) {
+        if let Err(dead) = env.ctx.synchronize() {
+            return Err(
+                format!("{name} ({}): {}: {e}; the device then failed: {dead}", T::NAME, case.implementation).into()
+            );
+        }
+        sink.notes.push(format!("{name} ({}): {} skipped: {e}", T::NAME, case.implementation));
+    }
+    Ok(())
+}
+
+/// A measurement of `implementation` from a timing; its check and costs are left for the
+/// caller to fill in (here: not checked, nothing measured).
 fn measurement<T: Scalar>(
     matrix: &str,
     implementation: &str,
@@ -293,8 +440,6 @@ fn measurement<T: Scalar>(
     bytes: u64,
     format_bytes: u64,
     copy_gbps: f64,
-    rel_error: f64,
-    correct: bool,
 ) -> Measurement {
     let gbps = model::gbps(bytes, t.median);
     Measurement {
@@ -311,9 +456,42 @@ fn measurement<T: Scalar>(
         format_bytes,
         gbps,
         fraction: if t.method == Method::Wall { f64::NAN } else { gbps / copy_gbps },
-        rel_error,
-        correct,
+        rel_error: f64::NAN,
+        correct: false,
+        upload_seconds: f64::NAN,
+        preprocessing_seconds: f64::NAN,
+        device_bytes: 0,
     }
+}
+
+/// Uploads `a` for `choice` and waits for the copies; returns the matrix and the wall
+/// seconds it took.
+fn upload_timed<T: Scalar>(
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    choice: KernelChoice,
+) -> BenchResult<(DeviceCsr<T>, f64)> {
+    let t = Instant::now();
+    let d = DeviceCsr::upload_with(ctx, a, choice)?;
+    ctx.synchronize()?;
+    Ok((d, t.elapsed().as_secs_f64()))
+}
+
+/// The fallback for `spgpu-ell` when [`DeviceCsr::upload_with`] refuses ELL: converts to
+/// [`EllMatrix`] on the host (the preprocessing) and uploads a [`DeviceEll`].
+fn upload_ell<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> BenchResult<(DeviceEll<T>, Cost)> {
+    let t = Instant::now();
+    let host = EllMatrix::try_from_csr(a)?;
+    let preprocessing = t.elapsed().as_secs_f64();
+    let d = DeviceEll::upload(ctx, &host)?;
+    ctx.synchronize()?;
+    let device_bytes = (d.width() * d.nrows() * (4 + T::BYTES)) as u64;
+    Ok((d, Cost { upload: t.elapsed().as_secs_f64(), preprocessing, device_bytes }))
+}
+
+/// `y = A x` with the plan of `d`.
+fn spmv<T: Scalar>(d: &DeviceCsr<T>) -> impl Fn(&DeviceVector<T>, &mut DeviceVector<T>) -> BenchResult<()> + '_ {
+    move |x, y| Ok(d.spmv(T::ONE, x, T::ZERO, y)?)
 }
 
 /// Every implementation on one matrix in precision `T`.
@@ -327,99 +505,92 @@ fn bench_matrix<T: CpuScalar>(
     let ctx = env.ctx;
     let mut sink = Sink { out: Vec::new(), notes };
     let csr_bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
-    let mut d_a = DeviceCsr::upload(ctx, a)?;
-    info.plan = d_a.plan().kernel().to_string();
-    info.plan_explain = d_a.plan().explain();
+    let ell_bytes = model::ell_bytes(a.nrows(), a.ncols(), info.max_row, T::BYTES, false);
     let mut x = DeviceVector::<T>::zeros(ctx, a.ncols())?;
     let mut y = DeviceVector::<T>::zeros(ctx, a.nrows())?;
-    let mut choices = vec![KernelChoice::Auto, KernelChoice::Scalar];
-    choices
-        .extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&t| t <= ctx.warp_size()).map(|&t| KernelChoice::VectorTpr(t)));
-    choices.push(KernelChoice::Balanced);
+    // the plan: its upload must work (the summary is about it)
+    let (auto, upload) = upload_timed(ctx, a, KernelChoice::Auto)?;
+    info.plan = auto.plan().kernel().to_string();
+    info.plan_explain = auto.plan().explain();
+    let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
+    let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
+    gpu_case(env, a, name, &case, &mut x, &mut y, 1, &spmv(&auto), &mut sink)?;
+    drop(auto);
     let mut seed = 1;
-    for choice in choices {
-        d_a.set_kernel(choice)?;
-        let d = &d_a;
-        let imp = format!("spgpu-{choice}");
-        gpu_case(
-            env,
-            a,
-            name,
-            &imp,
-            csr_bytes,
-            &mut x,
-            &mut y,
-            seed,
-            &|x, y| Ok(d.spmv(T::ONE, x, T::ZERO, y)?),
-            &mut sink,
-        )?;
+    // a plain CSR upload for cuSPARSE: the scalar kernel's, when it runs
+    let mut plain: Option<DeviceCsr<T>> = None;
+    for &choice in &env.kernels {
         seed += 1;
-    }
-    d_a.set_kernel(KernelChoice::Auto)?;
-    match DeviceEll::from_csr(ctx, a) {
-        Ok(ell) => {
-            let fb = model::ell_bytes(a.nrows(), a.ncols(), ell.width(), T::BYTES, false);
-            let e = &ell;
-            gpu_case(
-                env,
-                a,
-                name,
-                "spgpu-ell",
-                fb,
-                &mut x,
-                &mut y,
-                seed,
-                &|x, y| Ok(e.spmv(T::ONE, x, T::ZERO, y)?),
-                &mut sink,
-            )?;
+        let imp = format!("spgpu-{choice}");
+        let fb = if choice == KernelChoice::Ell { ell_bytes } else { csr_bytes };
+        match upload_timed(ctx, a, choice) {
+            Ok((d, upload)) => {
+                let case = Case { implementation: &imp, format_bytes: fb, cost: Cost::of(&d, upload) };
+                gpu_case_or_skip(env, a, name, &case, &mut x, &mut y, seed, &spmv(&d), &mut sink)?;
+                if choice == KernelChoice::Scalar {
+                    plain = Some(d);
+                }
+            }
+            Err(e) if choice == KernelChoice::Ell => match upload_ell(ctx, a) {
+                Ok((d, cost)) => {
+                    sink.notes.push(format!(
+                        "{name} ({}): spgpu-ell: DeviceCsr::upload_with(ell) failed ({e}); measured a DeviceEll instead",
+                        T::NAME
+                    ));
+                    let case = Case { implementation: &imp, format_bytes: fb, cost };
+                    let launch = |x: &DeviceVector<T>, y: &mut DeviceVector<T>| -> BenchResult<()> {
+                        Ok(d.spmv(T::ONE, x, T::ZERO, y)?)
+                    };
+                    gpu_case_or_skip(env, a, name, &case, &mut x, &mut y, seed, &launch, &mut sink)?;
+                }
+                Err(e2) => sink.notes.push(format!(
+                    "{name} ({}): spgpu-ell skipped: DeviceCsr::upload_with(ell): {e}; DeviceEll: {e2}",
+                    T::NAME
+                )),
+            },
+            Err(e) => sink.notes.push(format!("{name} ({}): {imp} skipped: {e}", T::NAME)),
         }
-        Err(e) => sink.notes.push(format!("{name} ({}): spgpu-ell skipped: {e}", T::NAME)),
     }
-    seed += 1;
     if let Some(cs) = &env.cusparse {
+        let plain = match plain {
+            Some(d) => d,
+            None => upload_timed(ctx, a, KernelChoice::Scalar)?.0,
+        };
+        let csr_arrays = ((a.nrows() + 1) * 4 + a.nnz() * (4 + T::BYTES)) as u64;
         for alg in Algorithm::ALL {
+            seed += 1;
             let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-            match cs.plan(&d_a, xp, yp, alg) {
+            let t = Instant::now();
+            match cs.plan(&plain, xp, yp, alg).and_then(|p| ctx.synchronize().map(|()| p).map_err(Into::into)) {
                 Ok(plan) => {
+                    let setup = t.elapsed().as_secs_f64();
+                    let cost =
+                        Cost { upload: f64::NAN, preprocessing: setup, device_bytes: csr_arrays + plan.buffer_bytes() };
+                    let case = Case { implementation: alg.name(), format_bytes: csr_bytes, cost };
                     let p = &plan;
-                    let launch: Launch<'_, T> = &|_, _| p.launch();
-                    if let Err(e) =
-                        gpu_case(env, a, name, alg.name(), csr_bytes, &mut x, &mut y, seed, launch, &mut sink)
-                    {
-                        // a cuSPARSE failure (not spgpu's) is reported and the run goes on
-                        ctx.synchronize()?;
-                        sink.notes.push(format!("{name} ({}): {} failed: {e}", T::NAME, alg.name()));
-                    }
+                    // a cuSPARSE failure (not spgpu's) is reported and the run goes on
+                    gpu_case_or_skip(env, a, name, &case, &mut x, &mut y, seed, &|_, _| p.launch(), &mut sink)?;
                 }
                 Err(e) => sink.notes.push(format!("{name} ({}): {} skipped: {e}", T::NAME, alg.name())),
             }
-            seed += 1;
         }
     }
-    drop(d_a);
     if env.cpu && a.nnz() > 0 {
         let b = Baselines::new(a, env.threads)?;
         let runs: [(&str, CpuSpmv<T>); 2] =
             [("cpu-sprs", Baselines::spmv_sprs), ("cpu-nalgebra", Baselines::spmv_nalgebra)];
         for (imp, f) in runs {
-            let xh = random_vector::<T>(a.ncols(), seed);
             seed += 1;
+            let xh = random_vector::<T>(a.ncols(), seed);
             let mut want = vec![T::ZERO; a.nrows()];
             reference::spmv_csr(T::ONE, a, &xh, T::ZERO, &mut want)?;
             let mut yh = vec![T::from_f64(f64::NAN); a.nrows()];
             f(&b, &xh, &mut yh);
             let rel = reference::relative_error(&yh, &want);
             let t = cpu::time_wall(env.reps, || f(&b, &xh, &mut yh));
-            sink.out.push(measurement::<T>(
-                name,
-                imp,
-                t,
-                csr_bytes,
-                csr_bytes,
-                env.copy_gbps,
-                rel,
-                rel <= tolerance::<T>(),
-            ));
+            let mut m = measurement::<T>(name, imp, t, csr_bytes, csr_bytes, env.copy_gbps);
+            (m.rel_error, m.correct) = (rel, rel <= tolerance::<T>());
+            sink.out.push(m);
         }
     }
     Ok(sink.out)
@@ -486,11 +657,30 @@ fn write_file(path: &Path, text: &str) -> BenchResult<()> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()).into())
 }
 
+/// The device's L2 cache size in bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
+fn l2_bytes(ctx: &Context) -> BenchResult<u64> {
+    use cust::device::{Device, DeviceAttribute};
+    let ordinal = ctx.info().ordinal;
+    let v = Device::get_device(ordinal)
+        .and_then(|d| d.get_attribute(DeviceAttribute::L2CacheSize))
+        .map_err(|e| format!("reading the L2 cache size of device {ordinal}: {e}"))?;
+    u64::try_from(v).map_err(|_| format!("device {ordinal} reports an L2 cache of {v} bytes").into())
+}
+
 /// Runs `spgpu bench`.
 pub fn run(args: Args) -> CliResult {
     if let Some(p) = &args.from_csv {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let report = report::from_csv(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut report = report::from_csv(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        if let Some(mib) = args.l2_mib {
+            report.run.l2_bytes = mib << 20;
+        } else if report.run.l2_bytes == 0 {
+            return Err(format!(
+                "{}: no l2_bytes column (a CSV of an older run): pass --l2-mib with the L2 size of the GPU that ran it",
+                p.display()
+            )
+            .into());
+        }
         println!(
             "spgpu bench: {} measurements of {} matrices from {}",
             report.measurements.len(),
@@ -499,10 +689,15 @@ pub fn run(args: Args) -> CliResult {
         );
         return emit(&report, &args);
     }
+    let started = Instant::now();
     let default_folder = std::env::var_os("SPGPU_MATRICES").map(PathBuf::from);
-    let inputs = inputs(&args.paths, &args.gens, default_folder)?;
+    let inputs = inputs(&args.paths, &args.gens, &args.suites, default_folder)?;
     let ctx = Context::global()?;
     let stream = ctx.stream();
+    let l2 = match args.l2_mib {
+        Some(mib) => mib << 20,
+        None => l2_bytes(ctx)?,
+    };
     let mut report = Report {
         run: RunInfo {
             date: utc_now(),
@@ -511,6 +706,7 @@ pub fn run(args: Args) -> CliResult {
             driver: driver_version(),
             cpu_threads: rayon::current_num_threads(),
             command: std::env::args().collect::<Vec<_>>().join(" "),
+            l2_bytes: l2,
             ..Default::default()
         },
         ..Default::default()
@@ -536,15 +732,20 @@ pub fn run(args: Args) -> CliResult {
             }
         }
     };
+    let kernels = forced_kernels(&args.kernels, ctx.warp_size());
+    let names: Vec<String> = kernels.iter().map(ToString::to_string).collect();
     println!(
-        "spgpu bench: {} on {} ({}), copy bandwidth {:.0} GB/s, cuSPARSE {}, {} CPU threads, {} matrices",
+        "spgpu bench: {} on {} ({}), L2 {:.1} MiB, copy bandwidth {:.0} GB/s, cuSPARSE {}, {} CPU threads, {} \
+         matrices; kernels: auto {}",
         report.run.commit,
         report.run.gpu,
         report.run.driver,
+        l2 as f64 / f64::from(1u32 << 20),
         report.run.copy_gbps,
         report.run.cusparse,
         report.run.cpu_threads,
-        inputs.len()
+        inputs.len(),
+        names.join(" ")
     );
     let env = Env {
         ctx,
@@ -554,6 +755,7 @@ pub fn run(args: Args) -> CliResult {
         graph_below: args.graph_below,
         cpu: !args.no_cpu,
         threads: rayon::current_num_threads(),
+        kernels,
     };
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(inputs.len() as u64);
@@ -571,7 +773,10 @@ pub fn run(args: Args) -> CliResult {
         let name = input.name();
         bar.set_message(name.clone());
         let mut info = MatrixInfo { name: name.clone(), source: input.source(), ..Default::default() };
-        let a = match input.load() {
+        let loading = Instant::now();
+        let loaded = input.load();
+        info.load_seconds = loading.elapsed().as_secs_f64();
+        let a = match loaded {
             Ok(a) => a,
             Err(e) => {
                 let why = format!("not read: {e}");
@@ -602,6 +807,12 @@ pub fn run(args: Args) -> CliResult {
     }
     bar.finish_and_clear();
     drop(env);
+    report.run.wall_seconds = started.elapsed().as_secs_f64();
+    let loading: f64 = report.matrices.iter().map(|m| m.load_seconds).filter(|s| s.is_finite()).sum();
+    println!(
+        "\nspgpu bench: {:.1} s in all, of which {loading:.1} s generating and reading matrices on the host",
+        report.run.wall_seconds
+    );
     emit(&report, &args)
 }
 
@@ -611,9 +822,9 @@ pub fn run(args: Args) -> CliResult {
 ///
 /// A file that cannot be written, or any result that differs from the CPU reference.
 fn emit(report: &Report, args: &Args) -> CliResult {
-    println!("\nSummary: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n");
-    print!("{}", report::summary_compact(report, false));
-    println!("\nEvery spgpu kernel:\n");
+    println!("\nSummary: the plan (spgpu auto) against the fastest cuSPARSE variant\n");
+    print!("{}", summary::summary(report, false));
+    println!("Every implementation: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n");
     print!("{}", report::summary(report, false));
     for n in &report.notes {
         println!("note: {n}");
@@ -626,8 +837,8 @@ fn emit(report: &Report, args: &Args) -> CliResult {
     }
     if let Some(p) = &args.markdown {
         let md = format!(
-            "{}\n\nEvery spgpu kernel:\n\n{}",
-            report::summary_compact(report, true),
+            "{}\nEvery implementation: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n\n{}",
+            summary::summary(report, true),
             report::summary(report, true)
         );
         write_file(p, &md)?;
@@ -655,20 +866,81 @@ mod tests {
         for f in ["b.mtx", "a.mtx.gz", "notes.txt", "sub/c.mtx"] {
             std::fs::write(dir.join(f), "").unwrap();
         }
-        let got = inputs(std::slice::from_ref(&dir), &["gen:lap2d:10".into(), "powerlaw:1000".into()], None).unwrap();
+        let got =
+            inputs(std::slice::from_ref(&dir), &["gen:lap2d:10".into(), "powerlaw:1000".into()], &[], None).unwrap();
         let names: Vec<String> = got.iter().map(Input::name).collect();
         assert_eq!(names, ["a", "b", "c", "lap2d:10", "powerlaw:1000"]);
         assert_eq!(got[3].source(), "gen:lap2d:10");
         assert_eq!(got[4].source(), "gen:powerlaw:1000");
         // the default folder is used only when nothing is named
-        let d = inputs(&[], &[], Some(dir.clone())).unwrap();
+        let d = inputs(&[], &[], &[], Some(dir.clone())).unwrap();
         assert_eq!(d.len(), 3);
-        let only_gen = inputs(&[], &["lap2d:3".into()], Some(dir.clone())).unwrap();
+        let only_gen = inputs(&[], &["lap2d:3".into()], &[], Some(dir.clone())).unwrap();
         assert_eq!(only_gen, vec![Input::Generated("lap2d:3".into())]);
+        // a suite alone replaces the default folder; a --gen already in it runs once
+        let large =
+            inputs(&[], &["gen:lap3d:150".into(), "lap2d:7".into()], &[Suite::Large], Some(dir.clone())).unwrap();
+        let names: Vec<String> = large.iter().map(Input::name).collect();
+        assert_eq!(names.len(), suite::LARGE.len() + 1);
+        assert_eq!(names[..suite::LARGE.len()], suite::LARGE.map(String::from));
+        assert_eq!(names.last().map(String::as_str), Some("lap2d:7"));
+        // suites combine with paths and with each other
+        let both = inputs(std::slice::from_ref(&dir), &[], &[Suite::Large, Suite::Validate], None).unwrap();
+        assert_eq!(both.len(), 3 + suite::LARGE.len() + suite::VALIDATE.len());
+        assert_eq!(both[3], Input::Generated("lap2d:2000".into()));
         std::fs::remove_dir_all(&dir).ok();
-        let missing = inputs(&[], &[], Some(dir.join("nope"))).unwrap_err().to_string();
+        let missing = inputs(&[], &[], &[], Some(dir.join("nope"))).unwrap_err().to_string();
         assert!(missing.contains("run matrices/fetch"), "{missing}");
-        assert!(inputs(&[dir.join("nope.mtx")], &[], None).is_err());
+        let e = inputs(&[dir.join("nope.mtx")], &[], &[], None).unwrap_err().to_string();
+        assert!(e.contains("nope.mtx: no such file or folder"), "{e}");
+    }
+
+    /// The arguments of `spgpu bench ARGS`, parsed as the command line parses them.
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        #[derive(clap::Parser, Debug)]
+        struct Cli {
+            #[command(flatten)]
+            bench: Args,
+        }
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+    }
+
+    #[test]
+    fn kernels_default_to_every_forced_kernel_and_can_be_named() {
+        let all = forced_kernels(&[], 32);
+        assert_eq!(all, KernelChoice::forced(32));
+        let names: Vec<String> = all.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["scalar", "vector:2", "vector:4", "vector:8", "vector:16", "vector:32", "balanced", "ell"]);
+        let a = parse(&["--suite", "large", "--kernels", "auto,balanced,ell,vector:8", "--kernels", "ell"]).unwrap();
+        assert_eq!(a.suites, [Suite::Large]);
+        assert_eq!(
+            forced_kernels(&a.kernels, 32),
+            [KernelChoice::Balanced, KernelChoice::Ell, KernelChoice::VectorTpr(8)]
+        );
+        // auto alone: nothing forced
+        assert!(forced_kernels(&parse(&["--kernels", "auto"]).unwrap().kernels, 32).is_empty());
+        let e = parse(&["--kernels", "auto,vector:3"]).unwrap_err().to_string();
+        assert!(e.contains("unknown kernel \"vector:3\""), "{e}");
+        let e = parse(&["--suite", "huge"]).unwrap_err().to_string();
+        assert!(e.contains("large") && e.contains("validate"), "{e}");
+        let e = parse(&["--from-csv", "a.csv", "--suite", "large"]).unwrap_err().to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
+        assert_eq!(parse(&["--from-csv", "a.csv", "--l2-mib", "50"]).unwrap().l2_mib, Some(50));
+    }
+
+    #[test]
+    fn help_lists_the_suites_and_the_summary() {
+        #[derive(clap::Parser, Debug)]
+        struct Cli {
+            #[command(flatten)]
+            bench: Args,
+        }
+        let help = <Cli as clap::CommandFactory>::command().render_long_help().to_string();
+        for text in
+            ["--suite <NAME>", "--kernels <LIST>", "--l2-mib <MIB>", "rmat:21:16", "speedup = t_cusparse / t_auto"]
+        {
+            assert!(help.contains(text), "missing {text} in\n{help}");
+        }
     }
 
     #[test]
@@ -703,6 +975,9 @@ mod tests {
         let args = Args {
             paths: vec![],
             gens: vec!["lap2d:10".into()],
+            suites: vec![],
+            kernels: vec![],
+            l2_mib: None,
             precision: Precision::F64,
             csv: None,
             json: None,

@@ -1,195 +1,193 @@
-//! The SVG plot of a run: GB/s (minimal byte model, log axis) per matrix and
-//! implementation, with the copy bandwidth of the same run drawn as the limit.
+//! The SVG plot of a run: the speedup of the plan (`spgpu-auto`) over the fastest cuSPARSE
+//! variant per matrix, on a log axis with a line at 1.0, one panel per group (memory-bound,
+//! latency-bound; see [`summary`](super::summary)), f64 and f32 as two series.
 
-use super::report::{implementations, Report};
+use super::report::Report;
+use super::summary::{self, fmt_mb, Bound, MatrixSummary};
 use super::BenchResult;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
-/// The series of the best spgpu kernel (auto or forced) of each matrix.
-const SPGPU_BEST: &str = "spgpu, best kernel";
+/// The speedups marked on the vertical axis (those within the panel's range).
+const TICKS: [f64; 19] =
+    [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 20.0, 50.0, 100.0, 1000.0];
 
-/// Marker shapes, cycled per implementation so that series stay apart in grey print too.
-#[derive(Clone, Copy)]
-enum Shape {
-    Circle,
-    Triangle,
-    Cross,
-}
+/// Height of one panel in pixels.
+const PANEL_HEIGHT: u32 = 600;
+
+/// The precisions and how they are drawn: colour and whether the marker is a circle (f64)
+/// or a triangle (f32).
+const SERIES: [(&str, RGBColor, bool); 2] =
+    [("f64", RGBColor(31, 119, 180), true), ("f32", RGBColor(255, 127, 14), false)];
 
 /// Draws the plot into `path` (SVG).
 ///
-/// Each matrix (and precision, when the run has both) is a column; each implementation a
-/// series of markers at its best GB/s there (CUDA-graph or event timing, whichever is
-/// faster); the spgpu kernels appear as `spgpu-auto` (the plan's choice) and as the best
-/// kernel of each matrix. The horizontal red line is the measured device-to-device copy
-/// bandwidth.
+/// In each panel the matrices are columns sorted by working set (the byte model's bytes,
+/// the larger precision's), labelled with their name and size in MB; each precision is a
+/// series of markers at `t_cusparse / t_auto`. Above the line at 1.0 the plan is faster.
+/// A group without any speedup (no cuSPARSE time, or no matrix of that kind) has no panel.
 ///
 /// # Errors
 ///
-/// When the file cannot be written, or the report holds no positive GB/s figure.
+/// When the file cannot be written, or no matrix has both an auto and a cuSPARSE time.
 pub fn plot_svg(r: &Report, path: &Path) -> BenchResult<()> {
-    let mut keys: Vec<(String, &str)> = Vec::new();
-    for m in &r.measurements {
-        if !keys.iter().any(|(n, s)| *n == m.matrix && *s == m.scalar) {
-            keys.push((m.matrix.clone(), m.scalar));
-        }
-    }
-    let both = keys.iter().any(|k| k.1 != keys[0].1);
-    let labels: Vec<String> = keys.iter().map(|(n, s)| if both { format!("{n} {s}") } else { n.clone() }).collect();
-    // spgpu-auto, the best spgpu kernel per matrix, and every other implementation: the
-    // forced kernels one by one are in the tables, not in the plot
-    let mut names = vec!["spgpu-auto".to_string(), SPGPU_BEST.to_string()];
-    names.extend(implementations(r).into_iter().filter(|i| !i.starts_with("spgpu")));
-    let imps: Vec<String> = names
+    let rows = summary::matrices(r);
+    let panels: Vec<(Bound, Vec<&MatrixSummary>)> = [Bound::Memory, Bound::Latency]
         .into_iter()
-        .filter(|n| n == SPGPU_BEST || r.measurements.iter().any(|m| &m.implementation == n))
+        .map(|b| (b, rows.iter().filter(|m| m.bound == b && m.speedup().is_finite()).collect::<Vec<_>>()))
+        .filter(|(_, ms)| !ms.is_empty())
         .collect();
-    let member = |imp: &str, m: &str| if imp == SPGPU_BEST { m.starts_with("spgpu") } else { m == imp };
-    let series: Vec<Vec<(usize, f64)>> = imps
-        .iter()
-        .map(|imp| {
-            keys.iter()
-                .enumerate()
-                .filter_map(|(i, (name, scalar))| {
-                    r.measurements
-                        .iter()
-                        .filter(|m| &m.matrix == name && m.scalar == *scalar && member(imp, &m.implementation))
-                        .map(|m| m.gbps)
-                        .filter(|g| g.is_finite() && *g > 0.0)
-                        .max_by(f64::total_cmp)
-                        .map(|g| (i, g))
-                })
-                .collect()
-        })
-        .collect();
-    let all = series.iter().flatten().map(|p| p.1);
-    let lo = all.clone().fold(f64::INFINITY, f64::min);
-    let mut hi = all.fold(0.0, f64::max);
-    if !lo.is_finite() || hi <= 0.0 {
-        return Err("nothing to plot: no measurement has a positive GB/s".into());
+    if panels.is_empty() {
+        return Err("nothing to plot: no matrix has both a spgpu-auto and a cuSPARSE time".into());
     }
-    let copy = r.run.copy_gbps;
-    if copy.is_finite() {
-        hi = hi.max(copy);
-    }
-    let n = keys.len();
-    let width = (160 + 26 * n as u32).max(900);
-    let root = SVGBackend::new(path, (width, 720)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let title = if r.run.gpu.is_empty() {
-        "SpMV throughput by the minimal byte model".to_string()
-    } else {
-        format!("SpMV throughput by the minimal byte model ({})", r.run.gpu)
+    let columns = |ms: &[&MatrixSummary]| {
+        let mut names: Vec<String> = Vec::new();
+        for m in ms {
+            if !names.contains(&m.matrix) {
+                names.push(m.matrix.clone());
+            }
+        }
+        names
     };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+    let widest = panels.iter().map(|(_, ms)| columns(ms).len()).max().unwrap_or(1) as u32;
+    let width = (200 + 40 * widest).max(900);
+    let root = SVGBackend::new(path, (width, PANEL_HEIGHT * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((panels.len(), 1));
+    for ((bound, ms), area) in panels.iter().zip(&areas) {
+        draw_panel(r, *bound, ms, &columns(ms), area)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// One panel: the matrices of one group.
+fn draw_panel(
+    r: &Report,
+    bound: Bound,
+    ms: &[&MatrixSummary],
+    names: &[String],
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+) -> BenchResult<()> {
+    let speedups = ms.iter().map(|m| m.speedup());
+    let lo = speedups.clone().fold(1.0f64, f64::min);
+    let hi = speedups.fold(1.0f64, f64::max);
+    let l2 = if r.run.l2_bytes > 0 { format!("L2 = {} MB", fmt_mb(r.run.l2_bytes)) } else { "L2 unknown".into() };
+    let rel = if bound == Bound::Memory { ">" } else { "<=" };
+    let gpu = if r.run.gpu.is_empty() { String::new() } else { format!(", {}", r.run.gpu) };
+    let title = format!("spgpu auto vs fastest cuSPARSE: {} (working set {rel} {l2}{gpu})", bound.name());
+    let n = names.len();
+    let (bottom, top) = (lo / 1.4, hi * 1.4);
+    let ticks: Vec<f64> = TICKS.iter().copied().filter(|t| (bottom..=top).contains(t)).collect();
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
         .margin(12)
-        .x_label_area_size(190)
+        .x_label_area_size(200)
         .y_label_area_size(70)
-        .build_cartesian_2d((0..n).into_segmented(), (lo * 0.7..hi * 1.6).log_scale())?;
+        .build_cartesian_2d(
+            (0..n.saturating_sub(1)).into_segmented(),
+            (bottom..top).log_scale().with_key_points(ticks),
+        )?;
     chart
         .configure_mesh()
         .x_labels(n)
         // the matrix names are drawn below, rotated and starting at the axis
         .x_label_formatter(&|_| String::new())
-        .y_desc("GB/s (log)")
-        .y_label_formatter(&|v| if *v >= 1.0 { format!("{v:.0}") } else { format!("{v:.2}") })
+        .y_desc("t_cuSPARSE / t_auto (log; above 1: spgpu faster)")
+        .y_label_formatter(&|v| format!("{}x", summary::fmt_sig(*v)))
         .draw()?;
-    if copy.is_finite() {
-        chart
-            .draw_series(LineSeries::new(
-                vec![(SegmentValue::Exact(0), copy), (SegmentValue::Last, copy)],
-                RED.stroke_width(2),
-            ))?
-            .label(format!("copy bandwidth {copy:.0} GB/s"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED.stroke_width(2)));
-    }
+    chart
+        .draw_series(LineSeries::new(
+            vec![(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)],
+            BLACK.stroke_width(2),
+        ))?
+        .label("1.0x: as fast as cuSPARSE")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
     let name_style = ("sans-serif", 12)
         .into_font()
         .transform(FontTransform::Rotate90)
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, label) in labels.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(SegmentValue::CenterOf(i), lo * 0.7));
-        root.draw(&Text::new(label.clone(), (px, py + 8), name_style.clone()))?;
+    // backend coordinates are the whole image's; the panel draws relative to its corner
+    let (bx, by) = area.get_base_pixel();
+    for (i, name) in names.iter().enumerate() {
+        let size = ms.iter().filter(|m| &m.matrix == name).map(|m| m.working_set).max().unwrap_or(0);
+        let (px, py) = chart.backend_coord(&(SegmentValue::CenterOf(i), bottom));
+        area.draw(&Text::new(format!("{name} ({} MB)", fmt_mb(size)), (px - bx, py - by + 8), name_style.clone()))?;
     }
-    let shapes = [Shape::Circle, Shape::Triangle, Shape::Cross];
-    for (k, (imp, pts)) in imps.iter().zip(&series).enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        let shape = shapes[k % shapes.len()];
-        let style = if matches!(shape, Shape::Cross) { color.stroke_width(2) } else { color.filled() };
+    for (scalar, color, circle) in SERIES {
+        let pts: Vec<(usize, f64)> = ms
+            .iter()
+            .filter(|m| m.scalar == scalar)
+            .filter_map(|m| names.iter().position(|x| *x == m.matrix).map(|i| (i, m.speedup())))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let style = color.filled();
         let at = |i: usize| SegmentValue::CenterOf(i);
-        let drawn = match shape {
-            Shape::Circle => chart.draw_series(pts.iter().map(|&(i, g)| Circle::new((at(i), g), 5, style)))?,
-            Shape::Triangle => {
-                chart.draw_series(pts.iter().map(|&(i, g)| TriangleMarker::new((at(i), g), 6, style)))?
-            }
-            Shape::Cross => chart.draw_series(pts.iter().map(|&(i, g)| Cross::new((at(i), g), 5, style)))?,
-        };
-        let drawn = drawn.label(imp.clone());
-        match shape {
-            Shape::Circle => drawn.legend(move |(x, y)| Circle::new((x + 8, y), 5, style)),
-            Shape::Triangle => drawn.legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, style)),
-            Shape::Cross => drawn.legend(move |(x, y)| Cross::new((x + 8, y), 5, style)),
-        };
+        let label = format!("{scalar} (geomean {})", summary::fmt_speedup(summary::geomean(pts.iter().map(|p| p.1))));
+        if circle {
+            chart
+                .draw_series(pts.iter().map(|&(i, v)| Circle::new((at(i), v), 5, style)))?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 8, y), 5, style));
+        } else {
+            chart
+                .draw_series(pts.iter().map(|&(i, v)| TriangleMarker::new((at(i), v), 6, style)))?
+                .label(label)
+                .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, style));
+        }
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
-    root.present()?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::report::{Measurement, RunInfo};
-    use super::super::timing::Method;
+    use super::super::summary::tests::synthetic;
     use super::*;
 
     #[test]
-    fn writes_an_svg_with_every_matrix_and_the_limit() {
-        let meas = |matrix: &str, imp: &str, gbps: f64| Measurement {
-            matrix: matrix.into(),
-            scalar: "f64",
-            implementation: imp.into(),
-            method: Method::Events,
-            seconds: 1e-4,
-            min_seconds: 1e-4,
-            max_seconds: 1e-4,
-            per_rep: 1,
-            reps: 1,
-            bytes: 1,
-            format_bytes: 1,
-            gbps,
-            fraction: gbps / 4280.0,
-            rel_error: 0.0,
-            correct: true,
-        };
-        let r = Report {
-            run: RunInfo { gpu: "test GPU".into(), copy_gbps: 4280.0, ..Default::default() },
-            measurements: vec![
-                meas("cage10", "spgpu-auto", 900.0),
-                meas("cage10", "cusparse-alg1", 700.0),
-                meas("lap2d:2000", "spgpu-auto", 4100.0),
-                meas("lap2d:2000", "cpu-sprs", 40.0),
-            ],
-            ..Default::default()
-        };
+    fn writes_one_panel_per_group_with_both_precisions() {
         let path = std::env::temp_dir().join(format!("spgpu-plot-test-{}.svg", std::process::id()));
-        plot_svg(&r, &path).unwrap();
+        plot_svg(&synthetic(), &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
-        std::fs::remove_file(&path).ok();
         assert!(svg.starts_with("<svg"), "{}", &svg[..60.min(svg.len())]);
-        for text in ["cage10", "lap2d:2000", "copy bandwidth 4280 GB/s", "cpu-sprs", "cusparse-alg1", SPGPU_BEST] {
+        // the second panel's labels are drawn inside it (below its half of the image)
+        let small = svg.find("small (1.00 MB)").unwrap();
+        let y: f64 = svg[..small].rsplit(" y=\"").next().unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(y > f64::from(PANEL_HEIGHT) && y < f64::from(2 * PANEL_HEIGHT), "{y}");
+        for text in [
+            "memory-bound (working set &gt; L2 = 50.0 MB)",
+            "latency-bound (working set &lt;= L2 = 50.0 MB)",
+            "big (200 MB)",
+            "mid (80.0 MB)",
+            "small (1.00 MB)",
+            "1.0x: as fast as cuSPARSE",
+            "f64 (geomean 0.98x)",
+            "f32 (geomean 1.25x)",
+        ] {
             assert!(svg.contains(text), "missing {text}");
         }
-        let empty = Report::default();
-        assert!(plot_svg(&empty, &path).is_err());
+        // only the latency-bound group left: one panel, half the height
+        let mut r = synthetic();
+        r.run.l2_bytes = 1 << 40;
+        plot_svg(&r, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(!svg.contains("memory-bound") && svg.contains("latency-bound"));
+        assert!(svg.contains(&format!("height=\"{PANEL_HEIGHT}\"")), "{}", &svg[..200]);
+        // without cuSPARSE there is nothing to plot
+        r.measurements.retain(|m| !m.implementation.starts_with("cusparse"));
+        let e = plot_svg(&r, &path).unwrap_err().to_string();
+        std::fs::remove_file(&path).ok();
+        assert!(e.contains("nothing to plot"), "{e}");
     }
 }

@@ -1,7 +1,9 @@
 //! What a benchmark run produces, and its four forms: an aligned table on the terminal,
-//! CSV (one row per measurement), JSON (run metadata, matrices, measurements) and a
-//! Markdown summary table (one row per matrix, one column per implementation).
+//! CSV (one row per measurement), JSON (run metadata, matrices, measurements and the
+//! [`summary`](super::summary)) and Markdown (the summary, then one row per matrix and one
+//! column per implementation).
 
+use super::summary::{self, fmt_sig, table};
 use super::timing::Method;
 use std::fmt::Write as _;
 
@@ -24,6 +26,11 @@ pub struct RunInfo {
     pub cpu_threads: usize,
     /// The command line that reproduces the run.
     pub command: String,
+    /// The device's L2 cache in bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`, or `--l2-mib`):
+    /// the line between memory-bound and latency-bound matrices. 0 when unknown.
+    pub l2_bytes: u64,
+    /// Wall time of the whole run in seconds (NaN when rebuilt from a CSV).
+    pub wall_seconds: f64,
 }
 
 /// One matrix of the run.
@@ -53,6 +60,8 @@ pub struct MatrixInfo {
     pub plan_explain: String,
     /// Why the matrix was skipped, when it was (then no measurement refers to it).
     pub skipped: Option<String>,
+    /// Seconds spent generating or reading it, on the host (NaN when unknown).
+    pub load_seconds: f64,
 }
 
 /// One timed implementation on one matrix and precision.
@@ -88,6 +97,15 @@ pub struct Measurement {
     pub rel_error: f64,
     /// Whether `rel_error` is within the tolerance of the precision.
     pub correct: bool,
+    /// Wall seconds to upload the matrix for this implementation (preprocessing, copies,
+    /// and for cuSPARSE its descriptor, buffer and preprocessing), NaN when not measured.
+    pub upload_seconds: f64,
+    /// Of which host preprocessing for the kernel ([`spgpu::gpu::DeviceCsr::preprocessing`];
+    /// for cuSPARSE the whole setup), NaN when not measured.
+    pub preprocessing_seconds: f64,
+    /// Device bytes the matrix holds for this implementation
+    /// ([`spgpu::gpu::DeviceCsr::device_bytes`]); 0 when not measured.
+    pub device_bytes: u64,
 }
 
 /// Everything a run produced.
@@ -105,17 +123,7 @@ pub struct Report {
 
 /// A time in microseconds with three significant digits.
 pub fn fmt_us(seconds: f64) -> String {
-    if !seconds.is_finite() {
-        return "-".into();
-    }
-    let us = seconds * 1e6;
-    if us >= 100.0 {
-        format!("{us:.0}")
-    } else if us >= 10.0 {
-        format!("{us:.1}")
-    } else {
-        format!("{us:.2}")
-    }
+    fmt_sig(seconds * 1e6)
 }
 
 /// A fraction as a whole percentage, or `-`.
@@ -159,15 +167,36 @@ pub fn align(rows: &[Vec<String>]) -> String {
 /// measurement, fastest first.
 pub fn matrix_block(m: &MatrixInfo, scalar: &str, rows: &[&Measurement]) -> String {
     let mut s = format!(
-        "{} ({scalar}): {} x {}, {} entries, rows mean {:.1} / max {} / std {:.1}, {} empty; plan: {}\n",
-        m.name, m.rows, m.cols, m.nnz, m.mean_row, m.max_row, m.std_row, m.empty_rows, m.plan
+        "{} ({scalar}): {} x {}, {} entries, rows mean {:.1} / max {} / std {:.1}, {} empty; plan: {}; {} in {} s\n",
+        m.name,
+        m.rows,
+        m.cols,
+        m.nnz,
+        m.mean_row,
+        m.max_row,
+        m.std_row,
+        m.empty_rows,
+        m.plan,
+        if m.source.starts_with("gen:") { "generated" } else { "read" },
+        fmt_sig(m.load_seconds)
     );
     let mut sorted: Vec<&&Measurement> = rows.iter().collect();
     sorted.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    let mut table = vec![["implementation", "timing", "us", "GB/s", "of copy", "rel. error", "check"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()];
+    let mut table = vec![[
+        "implementation",
+        "timing",
+        "us",
+        "GB/s",
+        "of copy",
+        "upload ms",
+        "prep ms",
+        "device MB",
+        "rel. error",
+        "check",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
     for r in sorted {
         table.push(vec![
             r.implementation.clone(),
@@ -175,6 +204,9 @@ pub fn matrix_block(m: &MatrixInfo, scalar: &str, rows: &[&Measurement]) -> Stri
             fmt_us(r.seconds),
             format!("{:.0}", r.gbps),
             fmt_pct(r.fraction),
+            fmt_sig(r.upload_seconds * 1e3),
+            fmt_sig(r.preprocessing_seconds * 1e3),
+            if r.device_bytes > 0 { summary::fmt_mb(r.device_bytes) } else { "-".into() },
             format!("{:.1e}", r.rel_error),
             if r.correct { "ok".into() } else { "WRONG".into() },
         ]);
@@ -194,18 +226,52 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// The measurements as CSV, one row each, with the matrix's shape repeated on every row.
+/// The columns of the CSV, in order. A CSV of a run before `upload_us` (2026-11-23) has
+/// only the columns up to `correct`; [`from_csv`] reads both.
+pub const CSV_COLUMNS: [&str; 26] = [
+    "matrix",
+    "scalar",
+    "rows",
+    "cols",
+    "nnz",
+    "mean_row",
+    "max_row",
+    "plan",
+    "implementation",
+    "timing",
+    "median_us",
+    "min_us",
+    "max_us",
+    "per_rep",
+    "reps",
+    "bytes",
+    "format_bytes",
+    "gbps",
+    "fraction_of_copy",
+    "rel_error",
+    "correct",
+    "upload_us",
+    "preprocessing_us",
+    "device_bytes",
+    "load_s",
+    "l2_bytes",
+];
+
+/// How many of [`CSV_COLUMNS`] every CSV has (the older runs' columns).
+const CSV_REQUIRED: usize = 21;
+
+/// The measurements as CSV, one row each, with the matrix's shape, its load time and the
+/// device's L2 size repeated on every row (so that the CSV alone rebuilds the summary).
 pub fn to_csv(r: &Report) -> String {
-    let mut s = String::from(
-        "matrix,scalar,rows,cols,nnz,mean_row,max_row,plan,implementation,timing,median_us,min_us,max_us,\
-         per_rep,reps,bytes,format_bytes,gbps,fraction_of_copy,rel_error,correct\n",
-    );
+    let mut s = CSV_COLUMNS.join(",");
+    s.push('\n');
     for m in &r.measurements {
         let info = r.matrices.iter().find(|i| i.name == m.matrix).cloned().unwrap_or_default();
         let f = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
+        let us = |v: f64| if v.is_finite() { format!("{:.3}", v * 1e6) } else { String::new() };
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{:.2},{},{:.3e},{}",
+            "{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{:.2},{},{:.3e},{},{},{},{},{},{}",
             csv_field(&m.matrix),
             m.scalar,
             info.rows,
@@ -226,7 +292,12 @@ pub fn to_csv(r: &Report) -> String {
             m.gbps,
             f((m.fraction * 1e4).round() / 1e4),
             m.rel_error,
-            m.correct
+            m.correct,
+            us(m.upload_seconds),
+            us(m.preprocessing_seconds),
+            if m.device_bytes > 0 { m.device_bytes.to_string() } else { String::new() },
+            f((info.load_seconds * 1e3).round() / 1e3),
+            if r.run.l2_bytes > 0 { r.run.l2_bytes.to_string() } else { String::new() }
         );
     }
     s
@@ -269,14 +340,16 @@ pub fn to_json(r: &Report) -> String {
     let _ = writeln!(
         s,
         "\"date\": {}, \"commit\": {}, \"gpu\": {}, \"driver\": {}, \"cusparse\": {}, \"copy_gbps\": {}, \
-         \"cpu_threads\": {}, \"command\": {}}},",
+         \"l2_bytes\": {}, \"cpu_threads\": {}, \"wall_s\": {}, \"command\": {}}},",
         json_str(&ri.date),
         json_str(&ri.commit),
         json_str(&ri.gpu),
         json_str(&ri.driver),
         json_str(&ri.cusparse),
         json_num(ri.copy_gbps),
+        ri.l2_bytes,
         ri.cpu_threads,
+        json_num(ri.wall_seconds),
         json_str(&ri.command)
     );
     let notes: Vec<String> = r.notes.iter().map(|n| json_str(n)).collect();
@@ -289,7 +362,7 @@ pub fn to_json(r: &Report) -> String {
             format!(
                 "    {{\"name\": {}, \"source\": {}, \"rows\": {}, \"cols\": {}, \"nnz\": {}, \"mean_row\": {}, \
                  \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"plan_explain\": {}, \
-                 \"skipped\": {}}}",
+                 \"skipped\": {}, \"load_s\": {}}}",
                 json_str(&m.name),
                 json_str(&m.source),
                 m.rows,
@@ -301,7 +374,8 @@ pub fn to_json(r: &Report) -> String {
                 m.empty_rows,
                 json_str(&m.plan),
                 json_str(&m.plan_explain),
-                m.skipped.as_deref().map_or_else(|| "null".into(), json_str)
+                m.skipped.as_deref().map_or_else(|| "null".into(), json_str),
+                json_num(m.load_seconds)
             )
         })
         .collect();
@@ -314,7 +388,8 @@ pub fn to_json(r: &Report) -> String {
             format!(
                 "    {{\"matrix\": {}, \"scalar\": {}, \"implementation\": {}, \"timing\": {}, \"median_us\": {}, \
                  \"min_us\": {}, \"max_us\": {}, \"per_rep\": {}, \"reps\": {}, \"bytes\": {}, \"format_bytes\": {}, \
-                 \"gbps\": {}, \"fraction_of_copy\": {}, \"rel_error\": {}, \"correct\": {}}}",
+                 \"gbps\": {}, \"fraction_of_copy\": {}, \"rel_error\": {}, \"correct\": {}, \"upload_us\": {}, \
+                 \"preprocessing_us\": {}, \"device_bytes\": {}}}",
                 json_str(&m.matrix),
                 json_str(m.scalar),
                 json_str(&m.implementation),
@@ -329,13 +404,75 @@ pub fn to_json(r: &Report) -> String {
                 json_num(m.gbps),
                 json_num(m.fraction),
                 json_num(m.rel_error),
-                m.correct
+                m.correct,
+                json_num(m.upload_seconds * 1e6),
+                json_num(m.preprocessing_seconds * 1e6),
+                m.device_bytes
             )
         })
         .collect();
     s.push_str(&meas.join(",\n"));
-    s.push_str("\n  ]\n}\n");
+    s.push_str("\n  ],\n");
+    s.push_str(&summary_json(r));
+    s.push_str("}\n");
     s
+}
+
+/// The `"summary"` member of the JSON: the rows and groups of [`summary`](super::summary).
+fn summary_json(r: &Report) -> String {
+    let rows = summary::matrices(r);
+    let name = |m: &Option<Measurement>| m.as_ref().map_or_else(|| "null".into(), |m| json_str(&m.implementation));
+    let us = |m: &Option<Measurement>| json_num(m.as_ref().map_or(f64::NAN, |m| m.seconds * 1e6));
+    let frac = |m: &Option<Measurement>| json_num(m.as_ref().map_or(f64::NAN, |m| m.fraction));
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|m| {
+            format!(
+                "      {{\"matrix\": {}, \"scalar\": {}, \"bound\": {}, \"working_set_bytes\": {}, \"plan\": {}, \
+                 \"auto_us\": {}, \"auto_fraction_of_copy\": {}, \"best_spgpu\": {}, \"best_spgpu_us\": {}, \
+                 \"best_cusparse\": {}, \"best_cusparse_us\": {}, \"cusparse_fraction_of_copy\": {}, \
+                 \"speedup\": {}, \"preprocessing_spmvs\": {}, \"upload_spmvs\": {}, \"memory_ratio\": {}}}",
+                json_str(&m.matrix),
+                json_str(m.scalar),
+                json_str(m.bound.name()),
+                m.working_set,
+                json_str(&m.plan),
+                us(&m.auto),
+                frac(&m.auto),
+                name(&m.best_spgpu),
+                us(&m.best_spgpu),
+                name(&m.best_cusparse),
+                us(&m.best_cusparse),
+                frac(&m.best_cusparse),
+                json_num(m.speedup()),
+                json_num(m.preprocessing_spmvs()),
+                json_num(m.upload_spmvs()),
+                json_num(m.memory_ratio())
+            )
+        })
+        .collect();
+    let groups: Vec<String> = summary::groups(&rows)
+        .iter()
+        .map(|g| {
+            format!(
+                "      {{\"bound\": {}, \"scalar\": {}, \"matrices\": {}, \"compared\": {}, \"geomean_speedup\": {}, \
+                 \"min_speedup\": {}, \"min_matrix\": {}, \"below_one\": {}}}",
+                json_str(g.bound.name()),
+                json_str(g.scalar),
+                g.matrices,
+                g.compared,
+                json_num(g.geomean),
+                json_num(g.min.as_ref().map_or(f64::NAN, |m| m.0)),
+                g.min.as_ref().map_or_else(|| "null".into(), |m| json_str(&m.1)),
+                g.below_one
+            )
+        })
+        .collect();
+    format!(
+        "  \"summary\": {{\n    \"rows\": [\n{}\n    ],\n    \"groups\": [\n{}\n    ]\n  }}\n",
+        lines.join(",\n"),
+        groups.join(",\n")
+    )
 }
 
 /// The implementations of the report in a stable order: spgpu first, then cuSPARSE, then CPU.
@@ -419,9 +556,12 @@ fn csv_split(line: &str) -> Vec<String> {
     out
 }
 
-/// Rebuilds a report from the CSV of an earlier run ([`to_csv`]): matrices, measurements,
-/// and the copy bandwidth (GB/s over fraction of any GPU row). The GPU name and the other
-/// run metadata are not in the CSV and stay empty.
+/// Rebuilds a report from the CSV of an earlier run ([`to_csv`]): matrices (with their load
+/// time), measurements (with upload, preprocessing and device memory), the L2 size, and the
+/// copy bandwidth (GB/s over fraction of any GPU row). The GPU name and the other run
+/// metadata are not in the CSV and stay empty. A CSV of an older run, without the columns
+/// after `correct`, is read too: those figures are then unknown (NaN, 0), and so is the L2
+/// size (`l2_bytes` 0).
 ///
 /// # Errors
 ///
@@ -429,40 +569,26 @@ fn csv_split(line: &str) -> Vec<String> {
 pub fn from_csv(text: &str) -> Result<Report, String> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let header = lines.next().map(|(_, l)| csv_split(l)).ok_or("empty CSV")?;
-    let col = |name: &str| header.iter().position(|h| h == name).ok_or(format!("CSV has no column {name}"));
-    let names = [
-        "matrix",
-        "scalar",
-        "rows",
-        "cols",
-        "nnz",
-        "mean_row",
-        "max_row",
-        "plan",
-        "implementation",
-        "timing",
-        "median_us",
-        "min_us",
-        "max_us",
-        "per_rep",
-        "reps",
-        "bytes",
-        "format_bytes",
-        "gbps",
-        "fraction_of_copy",
-        "rel_error",
-        "correct",
-    ];
-    let idx: Vec<usize> = names.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
+    let names = CSV_COLUMNS;
+    let mut idx: Vec<Option<usize>> = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let at = header.iter().position(|h| h == name);
+        if at.is_none() && k < CSV_REQUIRED {
+            return Err(format!("CSV has no column {name}"));
+        }
+        idx.push(at);
+    }
     let mut r = Report::default();
     let mut copies = Vec::new();
+    let mut l2s: Vec<u64> = Vec::new();
     for (no, line) in lines {
         let f = csv_split(line);
-        let get = |k: usize| f.get(idx[k]).map(String::as_str).unwrap_or("");
+        let get = |k: usize| idx[k].and_then(|i| f.get(i)).map(String::as_str).unwrap_or("");
         let bad = |k: usize| format!("line {}: bad {} {:?}", no + 1, names[k], get(k));
         let num = |k: usize| get(k).parse::<f64>().map_err(|_| bad(k));
         let opt = |k: usize| if get(k).is_empty() { Ok(f64::NAN) } else { num(k) };
         let int = |k: usize| get(k).parse::<u64>().map_err(|_| bad(k));
+        let opt_int = |k: usize| if get(k).is_empty() { Ok(0) } else { int(k) };
         let scalar = match get(1) {
             "f32" => "f32",
             "f64" => "f64",
@@ -483,8 +609,13 @@ pub fn from_csv(text: &str) -> Result<Report, String> {
                 mean_row: num(5)?,
                 max_row: int(6)? as usize,
                 plan: get(7).to_string(),
+                load_seconds: opt(24)?,
                 ..Default::default()
             });
+        }
+        let l2 = opt_int(25)?;
+        if l2 > 0 && !l2s.contains(&l2) {
+            l2s.push(l2);
         }
         let m = Measurement {
             matrix: get(0).to_string(),
@@ -502,14 +633,22 @@ pub fn from_csv(text: &str) -> Result<Report, String> {
             fraction: opt(18)?,
             rel_error: num(19)?,
             correct: get(20) == "true",
+            upload_seconds: opt(21)? * 1e-6,
+            preprocessing_seconds: opt(22)? * 1e-6,
+            device_bytes: opt_int(23)?,
         };
         if m.fraction > 0.0 {
             copies.push(m.gbps / m.fraction);
         }
         r.measurements.push(m);
     }
+    if l2s.len() > 1 {
+        return Err(format!("CSV mixes runs on devices of different L2 sizes: {l2s:?} bytes"));
+    }
+    r.run.l2_bytes = l2s.first().copied().unwrap_or(0);
     copies.sort_by(f64::total_cmp);
     r.run.copy_gbps = copies.get(copies.len() / 2).copied().unwrap_or(f64::NAN);
+    r.run.wall_seconds = f64::NAN;
     Ok(r)
 }
 
@@ -524,71 +663,9 @@ fn cell(b: &Measurement) -> String {
     }
 }
 
-/// The compact summary: per matrix and precision, the plan's kernel and its time, the best
-/// spgpu kernel (named), each cuSPARSE algorithm and each CPU baseline. Cells as in
-/// [`summary`]. As Markdown when `markdown`, else as an aligned text table.
-pub fn summary_compact(r: &Report, markdown: bool) -> String {
-    let imps = implementations(r);
-    let others: Vec<&String> = imps.iter().filter(|i| !i.starts_with("spgpu")).collect();
-    let mut header: Vec<String> =
-        ["matrix", "scalar", "rows", "nnz", "mean / max row", "plan", "spgpu auto", "best spgpu kernel"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    header.extend(others.iter().map(|s| s.to_string()));
-    let mut rows = vec![header];
-    let mut seen: Vec<(String, &str)> = Vec::new();
-    for m in &r.measurements {
-        let key = (m.matrix.clone(), m.scalar);
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
-        let info = r.matrices.iter().find(|i| i.name == m.matrix).cloned().unwrap_or_default();
-        let auto = best(r, &m.matrix, m.scalar, "spgpu-auto");
-        let best_kernel = r
-            .measurements
-            .iter()
-            .filter(|x| x.matrix == m.matrix && x.scalar == m.scalar && x.implementation.starts_with("spgpu"))
-            .min_by(|a, b| a.seconds.total_cmp(&b.seconds));
-        let mut row = vec![
-            m.matrix.clone(),
-            m.scalar.to_string(),
-            info.rows.to_string(),
-            info.nnz.to_string(),
-            format!("{:.1} / {}", info.mean_row, info.max_row),
-            info.plan.clone(),
-            auto.map_or_else(|| "-".into(), cell),
-            best_kernel.map_or_else(
-                || "-".into(),
-                |b| format!("{} {}", b.implementation.trim_start_matches("spgpu-"), cell(b)),
-            ),
-        ];
-        for imp in &others {
-            row.push(best(r, &m.matrix, m.scalar, imp).map_or_else(|| "-".into(), cell));
-        }
-        rows.push(row);
-    }
-    table(&rows, markdown)
-}
-
-/// Rows as a Markdown table (first row the header) or as aligned text.
-fn table(rows: &[Vec<String>], markdown: bool) -> String {
-    if !markdown {
-        return align(rows);
-    }
-    let mut s = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let _ = writeln!(s, "| {} |", row.join(" | "));
-        if i == 0 {
-            let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::summary::tests::synthetic;
     use super::*;
 
     fn sample() -> Report {
@@ -608,17 +685,22 @@ mod tests {
             fraction: if method == Method::Wall { f64::NAN } else { 335_904_004.0 / (us * 1e-6) / 1e9 / 4280.0 },
             rel_error: 1e-16,
             correct: true,
+            upload_seconds: if imp == "spgpu-auto" { 0.04 } else { f64::NAN },
+            preprocessing_seconds: if imp == "spgpu-auto" { 0.002 } else { f64::NAN },
+            device_bytes: if imp == "spgpu-auto" { 255_904_004 } else { 0 },
         };
         Report {
-            run: RunInfo { gpu: "H200 \"test\"".into(), copy_gbps: 4280.0, ..Default::default() },
+            run: RunInfo { gpu: "H200 \"test\"".into(), copy_gbps: 4280.0, l2_bytes: 62_914_560, ..Default::default() },
             matrices: vec![MatrixInfo {
                 name: "lap2d:2000".into(),
+                source: "gen:lap2d:2000".into(),
                 rows: 4_000_000,
                 cols: 4_000_000,
                 nnz: 19_992_000,
                 mean_row: 5.0,
                 max_row: 5,
                 plan: "ell, uniform rows".into(),
+                load_seconds: 0.42,
                 ..Default::default()
             }],
             measurements: vec![
@@ -654,46 +736,80 @@ mod tests {
     }
 
     #[test]
-    fn compact_summary_names_the_best_kernel() {
-        let s = summary_compact(&sample(), true);
-        let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[0].ends_with("| best spgpu kernel | cusparse-alg1+pre | cpu-sprs |"), "{}", lines[0]);
-        assert!(
-            lines[2].contains("| ell, uniform rows | 70.0* (112%) | auto 70.0* (112%) | 131 (60%) | 9000 |"),
-            "{}",
-            lines[2]
-        );
-    }
-
-    #[test]
     fn csv_has_one_row_per_measurement_and_quotes_commas() {
         let c = to_csv(&sample());
         assert_eq!(c.lines().count(), 5);
-        assert!(c.lines().nth(1).unwrap().contains("\"ell, uniform rows\""));
-        assert_eq!(c.lines().next().unwrap().split(',').count(), c.lines().nth(1).unwrap().split(',').count() - 1);
+        assert_eq!(c.lines().next().unwrap(), CSV_COLUMNS.join(","));
+        let auto = c.lines().nth(2).unwrap();
+        assert!(auto.contains("\"ell, uniform rows\""));
+        // the quoted plan holds one comma
+        assert_eq!(CSV_COLUMNS.len(), auto.split(',').count() - 1);
+        assert!(auto.ends_with(",true,40000.000,2000.000,255904004,0.42,62914560"), "{auto}");
+        let cpu = c.lines().nth(4).unwrap();
+        assert!(cpu.ends_with(",true,,,,0.42,62914560"), "{cpu}");
     }
 
     #[test]
-    fn csv_round_trips() {
+    fn csv_round_trips_with_the_whole_summary() {
         let a = sample();
         let b = from_csv(&to_csv(&a)).unwrap();
         assert_eq!(b.measurements.len(), a.measurements.len());
         assert_eq!(b.matrices[0].plan, "ell, uniform rows");
+        assert_eq!(b.matrices[0].load_seconds, 0.42);
+        assert_eq!(b.run.l2_bytes, 62_914_560);
         assert!((b.run.copy_gbps - 4280.0).abs() < 1.0, "{}", b.run.copy_gbps);
         assert!(b.measurements[3].fraction.is_nan());
-        assert_eq!(summary_compact(&a, true), summary_compact(&b, true));
+        assert_eq!(b.measurements[1].device_bytes, 255_904_004);
+        assert!((b.measurements[1].upload_seconds - 0.04).abs() < 1e-12);
+        assert!(b.measurements[0].upload_seconds.is_nan());
+        assert_eq!(summary(&a, true), summary(&b, true));
+        assert_eq!(summary::summary(&a, true), summary::summary(&b, true));
+        // the synthetic report of the summary tests: two groups, both precisions
+        let s = synthetic();
+        let back = from_csv(&to_csv(&s)).unwrap();
+        assert_eq!(summary::summary(&s, true), summary::summary(&back, true));
+        assert_eq!(summary::groups(&summary::matrices(&s)), summary::groups(&summary::matrices(&back)));
         assert_eq!(csv_split("a,\"b,\"\"c\"\"\",d"), ["a", "b,\"c\"", "d"]);
-        assert!(from_csv("matrix,scalar\n").unwrap_err().contains("no column"));
+        assert!(from_csv("matrix,scalar\n").unwrap_err().contains("no column rows"));
         let broken = to_csv(&a).replace(",events,", ",sometimes,");
-        assert!(from_csv(&broken).unwrap_err().contains("bad timing"));
+        assert!(from_csv(&broken).unwrap_err().contains("line 2: bad timing \"sometimes\""));
+        let mixed = to_csv(&a).replacen(",62914560\n", ",52428800\n", 1);
+        assert!(from_csv(&mixed).unwrap_err().contains("different L2 sizes"));
     }
 
     #[test]
-    fn json_escapes_strings_and_nulls_nan() {
+    fn csv_of_an_older_run_is_read_without_the_new_figures() {
+        // the columns up to `correct`, as the runs of 2026-11-23 and before wrote them
+        let old: String = to_csv(&sample())
+            .lines()
+            .map(|l| {
+                let f = csv_split(l);
+                let keep: Vec<String> = f[..f.len() - (CSV_COLUMNS.len() - CSV_REQUIRED)]
+                    .iter()
+                    .map(|x| if x.contains(',') { format!("\"{x}\"") } else { x.clone() })
+                    .collect();
+                keep.join(",") + "\n"
+            })
+            .collect();
+        assert!(old.starts_with("matrix,scalar,") && old.lines().next().unwrap().ends_with(",rel_error,correct"));
+        let r = from_csv(&old).unwrap();
+        assert_eq!((r.measurements.len(), r.run.l2_bytes), (4, 0));
+        assert!(r.matrices[0].load_seconds.is_nan());
+        assert!(r.measurements.iter().all(|m| m.upload_seconds.is_nan() && m.device_bytes == 0));
+        assert_eq!(r.measurements[2].seconds, 70e-6);
+    }
+
+    #[test]
+    fn json_escapes_strings_nulls_nan_and_holds_the_summary() {
         assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
         let j = to_json(&sample());
         assert!(j.contains("\"gpu\": \"H200 \\\"test\\\"\""));
         assert!(j.contains("\"timing\": \"graph\""));
+        assert!(j.contains("\"l2_bytes\": 62914560"));
+        assert!(j.contains("\"upload_us\": 40000, \"preprocessing_us\": 2000, \"device_bytes\": 255904004"), "{j}");
+        assert!(j.contains("\"bound\": \"memory-bound\", \"working_set_bytes\": 335904004"), "{j}");
+        assert!(j.contains("\"speedup\": 1.8714285714285714"), "{j}");
+        assert!(j.contains("\"geomean_speedup\": 1.8714285714285714"), "{j}");
         assert_eq!(json_num(f64::NAN), "null");
         // balanced braces and brackets: a cheap structural check
         assert_eq!(j.matches('{').count(), j.matches('}').count());
@@ -705,7 +821,10 @@ mod tests {
         let r = sample();
         let refs: Vec<&Measurement> = r.measurements.iter().collect();
         let b = matrix_block(&r.matrices[0], "f64", &refs);
+        assert!(b.lines().next().unwrap().ends_with("plan: ell, uniform rows; generated in 0.42 s"), "{b}");
         let order: Vec<&str> = b.lines().skip(2).map(|l| l.split_whitespace().next().unwrap()).collect();
         assert_eq!(order, ["spgpu-auto", "spgpu-auto", "cusparse-alg1+pre", "cpu-sprs"]);
+        let first: Vec<&str> = b.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(first[..8], ["spgpu-auto", "graph", "70.0", "4799", "112%", "40.0", "2.00", "256"], "{b}");
     }
 }

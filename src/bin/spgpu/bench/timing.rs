@@ -2,13 +2,15 @@
 //! for small matrices, and the device-to-device copy bandwidth that serves as the limit.
 //!
 //! Every GPU time of `spgpu bench` is the median of several repetitions; each repetition
-//! records an event, enqueues many launches, records a second event and reads the elapsed
-//! time between the two once the second has completed. The launches are calibrated so that
-//! a repetition lasts about [`TARGET_SECONDS`]: long enough that the event resolution
-//! (about half a microsecond) does not matter, short enough to keep a run over dozens of
-//! matrices within minutes. Launch overhead is part of these times; for matrices where it
-//! dominates, [`time_graph`] captures the launches into a CUDA graph once and times its
-//! replays, which shows what the kernel itself costs.
+//! records an event, enqueues back-to-back launches, records a second event and reads the
+//! elapsed time between the two once the second has completed. The launches are calibrated
+//! so that a repetition lasts about [`TARGET_SECONDS`]: long enough that the event
+//! resolution (about half a microsecond) does not matter, short enough to keep a run over
+//! dozens of matrices within minutes. A kernel that takes longer than the target on its own
+//! gets one launch per repetition: a slow kernel costs `reps + 2` launches, not hundreds.
+//! Launch overhead is part of these times; for matrices where it dominates, [`time_graph`]
+//! captures the launches into a CUDA graph once and times its replays, which shows what the
+//! kernel itself costs.
 
 use super::BenchResult;
 use cust::event::{Event, EventFlags};
@@ -101,21 +103,30 @@ fn elapsed(start: &Event, end: &Event) -> BenchResult<f64> {
 
 /// How many operations of `seconds` each fill [`TARGET_SECONDS`], within `[min, max]`.
 pub fn calibrate(seconds: f64, min: usize, max: usize) -> usize {
+    calibrate_for(TARGET_SECONDS, seconds, max).max(min)
+}
+
+/// How many operations of `seconds` each fill `target` seconds: at least 1, at most `max`.
+fn calibrate_for(target: f64, seconds: f64, max: usize) -> usize {
     if seconds.is_nan() || seconds <= 0.0 {
         return max;
     }
-    ((TARGET_SECONDS / seconds).ceil() as usize).clamp(min, max)
+    ((target / seconds).ceil() as usize).clamp(1, max.max(1))
 }
+
+/// Most launches in one repetition of [`time_events`].
+pub const MAX_LAUNCHES: usize = 20_000;
 
 /// Times `launch`, which enqueues one operation on `stream`, with CUDA events.
 ///
-/// Three warm-up launches, then a calibration run of 10 launches, then `reps` repetitions
-/// of the calibrated number of launches (10 to 20000). `launch` must not synchronize.
+/// One warm-up launch (the caller's correctness check is another), then a calibration: one
+/// timed launch and, when that is shorter than a twentieth of [`TARGET_SECONDS`] (where the
+/// launch latency, not the kernel, sets a lone launch's time), a timed run of enough
+/// launches to fill that twentieth. Then `reps` repetitions of the calibrated number of
+/// launches (1 to [`MAX_LAUNCHES`]). `launch` must not synchronize.
 pub fn time_events(stream: &Stream, reps: usize, mut launch: impl FnMut() -> BenchResult<()>) -> BenchResult<Timing> {
     let (start, end) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
-    for _ in 0..3 {
-        launch()?;
-    }
+    launch()?;
     stream.synchronize()?;
     let run = |n: usize, launch: &mut dyn FnMut() -> BenchResult<()>| -> BenchResult<f64> {
         start.record(stream)?;
@@ -125,7 +136,12 @@ pub fn time_events(stream: &Stream, reps: usize, mut launch: impl FnMut() -> Ben
         end.record(stream)?;
         Ok(elapsed(&start, &end)? / n as f64)
     };
-    let n = calibrate(run(10, &mut launch)?, 10, 20_000);
+    let short = TARGET_SECONDS / 20.0;
+    let mut once = run(1, &mut launch)?;
+    if once < short {
+        once = run(calibrate_for(short, once, MAX_LAUNCHES), &mut launch)?;
+    }
+    let n = calibrate(once, 1, MAX_LAUNCHES);
     let samples = (0..reps.max(1)).map(|_| run(n, &mut launch)).collect::<BenchResult<Vec<_>>>()?;
     Ok(Timing::from_samples(samples, n, Method::Events))
 }
@@ -228,5 +244,9 @@ mod tests {
         assert_eq!(calibrate(1.0, 10, 20_000), 10);
         assert_eq!(calibrate(1e-12, 10, 20_000), 20_000);
         assert_eq!(calibrate(0.0, 10, 20_000), 20_000);
+        // a kernel slower than the target runs once per repetition
+        assert_eq!(calibrate(3.7e-3, 1, MAX_LAUNCHES), 1);
+        assert_eq!(calibrate_for(TARGET_SECONDS / 20.0, 8e-6, MAX_LAUNCHES), 13);
+        assert_eq!(calibrate_for(1.0, f64::NAN, 7), 7);
     }
 }
