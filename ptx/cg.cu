@@ -15,6 +15,10 @@
 // only (cg_grid on the Rust side), so a run repeats bit for bit.
 //
 // Sums and scalars are double for both element types; vector updates round to T.
+//
+// Lengths are 32-bit `unsigned` (the launchers refuse anything above UINT_MAX), but every
+// grid-stride loop walks them with a 64-bit index (GRID_STRIDE below): a 32-bit index
+// would wrap for lengths above 2^32 - (grid * block) and loop forever.
 #include "common.cuh"
 
 // Most blocks of a reduction (CG_MAX_BLOCKS on the Rust side).
@@ -31,6 +35,8 @@
 #define S_STATUS 6
 #define S_ITER 7
 #define S_DOT 8
+#define S_NORM_SCALE 9
+#define S_NORM_SSQ 10
 
 // Status codes (Status::from_code on the Rust side).
 #define ST_RUNNING 0.0
@@ -107,13 +113,16 @@ __device__ __forceinline__ bool stopped(const double* s) {
     return s[S_STATUS] != ST_RUNNING;
 }
 
-#define GRID_STRIDE(i, n) \
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+// A grid-stride loop over [0, n) with a 64-bit index (see the top of the file).
+typedef unsigned long long idx_t;
+#define GRID_STRIDE(i, n)                                                                        \
+    for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x, i##_end = (idx_t)(n); i < i##_end; \
+         i += (idx_t)gridDim.x * blockDim.x)
 
 // z as the mode defines it: dinv .* r, r, or the vector z.
 template <typename T>
 __device__ __forceinline__ T precond_z(int mode, T ri, const T* __restrict__ z, const T* __restrict__ dinv,
-                                       unsigned i) {
+                                       idx_t i) {
     return mode == MODE_DIAGONAL ? ldg(dinv + i) * ri : (mode == MODE_GENERAL ? ldg(z + i) : ri);
 }
 
@@ -201,7 +210,7 @@ __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, const unsigned
     double pq = 0.0, unused = 0.0;
     GRID_STRIDE(row, nrows) {
         acc_t sum = 0.0;
-        unsigned slot = row;
+        unsigned slot = (unsigned)row;  // row < nrows; (width + 1) * nrows fits 32 bits (checked)
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
             const unsigned c = ldg(cols + slot);
             if (c != SPGPU_ELL_PADDING) {
@@ -309,6 +318,91 @@ __device__ void cg_hadamard(unsigned n, const T* __restrict__ a, const T* __rest
     GRID_STRIDE(i, n) { out[i] = ldg(a + i) * ldg(b + i); }
 }
 
+// Scaled sums of squares (the LAPACK dnrm2 recurrence): a pair (scale, ssq) stands for
+// scale^2 * ssq, with scale = the largest |v| seen, so nothing overflows for finite input.
+// A NaN makes ssq NaN; an infinity makes scale infinite.
+__device__ __forceinline__ void nrm_add(double& scale, double& ssq, double v) {
+    const double a = fabs(v);
+    if (a == 0.0) return;
+    if (scale < a) {
+        const double r = scale / a;
+        ssq = 1.0 + ssq * r * r;
+        scale = a;
+    } else {
+        const double r = a / scale;
+        ssq += r * r;
+    }
+}
+
+// (scale, ssq) += (s2, q2), both scaled sums.
+__device__ __forceinline__ void nrm_merge(double& scale, double& ssq, double s2, double q2) {
+    if (scale < s2) {
+        const double r = scale / s2;
+        ssq = q2 + ssq * r * r;
+        scale = s2;
+    } else {
+        const double r = scale > 0.0 ? s2 / scale : 0.0;
+        ssq += q2 * r * r;  // q2 * 0 keeps a NaN of q2
+    }
+}
+
+// The scaled sum over the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with it. Every
+// thread of the block must call it.
+__device__ __forceinline__ void block_norm(double& scale, double& ssq) {
+    __shared__ double sh[2 * CG_WARPS];
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const double s2 = __shfl_down_sync(0xffffffffu, scale, offset);
+        const double q2 = __shfl_down_sync(0xffffffffu, ssq, offset);
+        nrm_merge(scale, ssq, s2, q2);
+    }
+    __syncthreads();
+    if (lane == 0) {
+        sh[warp] = scale;
+        sh[CG_WARPS + warp] = ssq;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        scale = lane < CG_WARPS ? sh[lane] : 0.0;
+        ssq = lane < CG_WARPS ? sh[CG_WARPS + lane] : 0.0;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const double s2 = __shfl_down_sync(0xffffffffu, scale, offset);
+            const double q2 = __shfl_down_sync(0xffffffffu, ssq, offset);
+            nrm_merge(scale, ssq, s2, q2);
+        }
+    }
+}
+
+// s[S_NORM_SCALE], s[S_NORM_SSQ] = ||a|| as a scaled sum, in a fixed order (setup and
+// final residual; ignores the status).
+template <typename T>
+__device__ void cg_norm(unsigned n, const T* __restrict__ a, double* s, double* partials, unsigned* ticket) {
+    double scale = 0.0, ssq = 0.0;
+    GRID_STRIDE(i, n) { nrm_add(scale, ssq, double(ldg(a + i))); }
+    block_norm(scale, ssq);
+    if (!last_block(scale, ssq, partials, ticket)) return;
+    __threadfence();
+    scale = 0.0;
+    ssq = 0.0;
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+        nrm_merge(scale, ssq, __ldcg(&partials[i]), __ldcg(&partials[CG_MAX_BLOCKS + i]));
+    }
+    block_norm(scale, ssq);
+    if (threadIdx.x == 0) {
+        *ticket = 0;
+        s[S_NORM_SCALE] = scale;
+        s[S_NORM_SSQ] = ssq;
+    }
+}
+
+// a *= alpha (an exact power of two when the solver equilibrates a system).
+template <typename T>
+__device__ void cg_scale(unsigned n, double alpha, T* __restrict__ a) {
+    GRID_STRIDE(i, n) { a[i] = T(double(a[i]) * alpha); }
+}
+
 #define CG_KERNELS(T)                                                                                              \
     extern "C" __global__ void cg_start_##T(unsigned n, const T* r, const T* z, const T* dinv, int mode, T* p,     \
                                             double tol2, double* s, double* partials, unsigned* ticket,            \
@@ -348,6 +442,12 @@ __device__ void cg_hadamard(unsigned n, const T* __restrict__ a, const T* __rest
     }                                                                                                              \
     extern "C" __global__ void cg_hadamard_##T(unsigned n, const T* a, const T* b, T* out) {                       \
         cg_hadamard<T>(n, a, b, out);                                                                              \
+    }                                                                                                              \
+    extern "C" __global__ void cg_norm_##T(unsigned n, const T* a, double* s, double* partials, unsigned* ticket) { \
+        cg_norm<T>(n, a, s, partials, ticket);                                                                     \
+    }                                                                                                              \
+    extern "C" __global__ void cg_scale_##T(unsigned n, double alpha, T* a) {                                      \
+        cg_scale<T>(n, alpha, a);                                                                                  \
     }
 
 CG_KERNELS(f32)

@@ -35,8 +35,11 @@ mod host;
 mod operator;
 mod precond;
 
-pub use backend::{Backend, Checkpoint, PrecondForm, Status};
-pub use cg::{cg, cg_with, iteration_floor_bytes, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
+pub use backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
+pub use cg::{
+    cg, cg_vector_bytes, cg_with, iteration_floor_bytes, precision_floor, CgError, CgParams, CgReport, CgWarning,
+    StopReason, HISTORY_LIMIT,
+};
 pub use device::{Device, DeviceRecording, DeviceState};
 pub use host::{Host, HostState};
 pub use operator::{DeviceMatrix, LinearOperator};
