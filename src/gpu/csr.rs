@@ -1,7 +1,8 @@
 //! CSR matrices in device memory.
 
-use cust::memory::{DeviceBuffer, DevicePointer};
+use cust::memory::DevicePointer;
 
+use super::memory::DeviceMemory;
 use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
@@ -33,9 +34,9 @@ pub struct DeviceCsr<T: Scalar> {
     nrows: usize,
     ncols: usize,
     nnz: usize,
-    row_offsets: DeviceBuffer<u32>,
-    col_indices: Option<DeviceBuffer<u32>>,
-    values: Option<DeviceBuffer<T>>,
+    row_offsets: Option<DeviceMemory<u32>>,
+    col_indices: Option<DeviceMemory<u32>>,
+    values: Option<DeviceMemory<T>>,
     stats: RowStats,
     plan: SpmvPlan,
     preprocessing: std::time::Duration,
@@ -63,9 +64,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
         let preprocessing = started.elapsed();
-        ctx.make_current()?;
-        let row_offsets = DeviceBuffer::from_slice(a.row_offsets())
-            .map_err(|e| Error::cuda(format!("uploading {} CSR row offsets", a.nrows() + 1), e))?;
+        let row_offsets = upload(a.row_offsets(), &format!("{} CSR row offsets", a.nrows() + 1))?;
         let col_indices = upload(a.col_indices(), "CSR column indices")?;
         let values = upload(a.values(), "CSR values")?;
         Ok(DeviceCsr {
@@ -164,8 +163,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ///
     /// [`Error::Cuda`] when a copy fails or earlier asynchronous work failed.
     pub fn download(&self) -> Result<CsrMatrix<T>> {
-        self.ctx.synchronize()?;
-        let offsets = download(Some(&self.row_offsets), self.nrows + 1, "CSR row offsets")?;
+        let offsets = download(self.row_offsets.as_ref(), self.nrows + 1, "CSR row offsets")?;
         let cols = download(self.col_indices.as_ref(), self.nnz, "CSR column indices")?;
         let vals = download(self.values.as_ref(), self.nnz, "CSR values")?;
         Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
@@ -174,7 +172,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Device address of the row offsets (`nrows + 1` `u32`), for other CUDA code (cuSPARSE
     /// with 32-bit indices, through FFI); valid while `self` lives.
     pub fn row_offsets_ptr(&self) -> DevicePointer<u32> {
-        self.row_offsets.as_device_ptr()
+        ptr_of(self.row_offsets.as_ref())
     }
 
     /// Device address of the column indices (`nnz` `u32`); null when `nnz == 0`.
@@ -197,12 +195,5 @@ impl<T: Scalar> std::fmt::Debug for DeviceCsr<T> {
             .field("nnz", &self.nnz)
             .field("kernel", &self.plan.kernel())
             .finish()
-    }
-}
-
-impl<T: Scalar> Drop for DeviceCsr<T> {
-    fn drop(&mut self) {
-        // cuMemFree needs the context current on this thread (see DeviceVector's Drop).
-        let _ = self.ctx.make_current();
     }
 }
