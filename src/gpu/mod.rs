@@ -49,7 +49,9 @@
 //!
 //! Work from different threads is ordered on the one stream in the order the calls are
 //! made, so results never depend on the interleaving; a thread that only reads what it
-//! wrote itself needs no synchronization of its own. Errors keep the driver's code
+//! wrote itself needs no synchronization of its own. One thing is not safe while other
+//! threads use spgpu: capturing [`Context::stream`] into a CUDA graph yourself (a capture
+//! takes in whatever any thread queues on the stream); capture a stream of your own. Errors keep the driver's code
 //! ([`Error::Cuda`](crate::Error::Cuda) with a [`DriverError`](crate::error::DriverError)),
 //! and say when a stream capture was invalidated.
 //!

@@ -195,9 +195,10 @@ impl Stream {
 /// # Example
 ///
 /// ```no_run
+/// use cust::event::EventFlags;
 /// use spgpu::gpu::{Context, Event};
 /// let ctx = Context::global()?;
-/// let (start, stop) = (Event::new(Default::default())?, Event::new(Default::default())?);
+/// let (start, stop) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
 /// start.record(ctx.stream())?;
 /// // ... queue work on ctx.stream() ...
 /// stop.record(ctx.stream())?;

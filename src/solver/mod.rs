@@ -13,6 +13,13 @@
 //! Reductions are deterministic (fixed grid, fixed order, no floating-point atomics), so a
 //! run repeats bit for bit.
 //!
+//! GPU solves may run from many threads at once (see
+//! [the threading model](crate::gpu#threading-model)). The solver stops honestly: at the
+//! tolerance, at the limit of the element type's precision ([`precision_floor`],
+//! [`StopReason::PrecisionLimit`], flagged beforehand by [`CgParams::precision_warning`]),
+//! or with a breakdown only when `p'Ap <= 0` far from the solution; norms never overflow
+//! for finite data.
+//!
 //! # Example
 //!
 //! ```
