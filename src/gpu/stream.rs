@@ -163,6 +163,17 @@ impl Stream {
     ) -> std::result::Result<Graph, CaptureError> {
         let lock = capture_lock();
         ctx.make_current().map_err(CaptureError::Driver)?;
+        // A blocking stream would make other threads' use of the legacy stream break the
+        // capture: check, as the driver reports it, before every recording.
+        match self.is_non_blocking() {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(CaptureError::Driver(Error::InvalidArgument(
+                    "refusing to record a CUDA graph on a blocking stream".into(),
+                )))
+            }
+            Err(e) => return Err(CaptureError::Driver(Error::cuda("reading the flags of the capture stream", e))),
+        }
         // SAFETY: cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode) on the live,
         // non-blocking stream owned by self, which is not capturing: captures on it happen
         // only here, under the exclusive capture lock, and always end before it is released.
@@ -174,7 +185,13 @@ impl Stream {
         let recorded = record();
         let ended = active.end();
         drop(lock);
-        recorded.map_err(CaptureError::Recording)?;
+        if let Err(e) = recorded {
+            if let Ok(graph) = ended {
+                // SAFETY: the graph was created by the capture and is not used after this.
+                unsafe { cu::cuGraphDestroy(graph) };
+            }
+            return Err(CaptureError::Recording(e));
+        }
         let graph = ended.map_err(|e| CaptureError::Driver(Error::cuda("ending a CUDA graph capture", e)))?;
         let mut exec: cu::CUgraphExec = std::ptr::null_mut();
         // SAFETY: cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long)
