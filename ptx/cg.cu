@@ -49,21 +49,33 @@
 #define MODE_DIAGONAL 1
 #define MODE_GENERAL 2
 
-__device__ __forceinline__ double warp_sum(double v) {
+// How two pairs of partial results combine: sums (SumPair) or scaled sums of squares
+// (NormPair, see nrm_merge). Every reduction below is generic over it.
+struct SumPair {
+    __device__ __forceinline__ void operator()(double& a, double& b, double a2, double b2) const {
+        a += a2;
+        b += b2;
+    }
+};
+
+// One warp's pairs combined; lane 0 ends with the totals. Every lane must call it.
+template <typename Merge>
+__device__ __forceinline__ void warp_reduce2(double& a, double& b, Merge merge) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, offset);
+        const double a2 = __shfl_down_sync(0xffffffffu, a, offset);
+        const double b2 = __shfl_down_sync(0xffffffffu, b, offset);
+        merge(a, b, a2, b2);
     }
-    return v;
 }
 
-// Sums a and b over the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with the totals.
-// Every thread of the block must call it.
-__device__ __forceinline__ void block_sum2(double& a, double& b) {
+// Combines the pairs (a, b) of the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with
+// the totals. Every thread of the block must call it.
+template <typename Merge>
+__device__ __forceinline__ void block_reduce2(double& a, double& b, Merge merge) {
     __shared__ double sh[2 * CG_WARPS];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    a = warp_sum(a);
-    b = warp_sum(b);
+    warp_reduce2(a, b, merge);
     __syncthreads();  // an earlier call may still be reading sh
     if (lane == 0) {
         sh[warp] = a;
@@ -73,10 +85,12 @@ __device__ __forceinline__ void block_sum2(double& a, double& b) {
     if (warp == 0) {
         a = lane < CG_WARPS ? sh[lane] : 0.0;
         b = lane < CG_WARPS ? sh[CG_WARPS + lane] : 0.0;
-        a = warp_sum(a);
-        b = warp_sum(b);
+        warp_reduce2(a, b, merge);
     }
 }
+
+// Sums a and b over the block; thread 0 ends with the totals.
+__device__ __forceinline__ void block_sum2(double& a, double& b) { block_reduce2(a, b, SumPair()); }
 
 // Thread 0 stores the block's totals (a, b) as partials; returns true, in every thread, in
 // the one block that finishes last.
@@ -93,20 +107,26 @@ __device__ __forceinline__ bool last_block(double a, double b, double* partials,
     return is_last;
 }
 
-// In the last block: the totals over all blocks, added in a fixed order (thread 0 ends with
-// them), and the ticket reset for the next reduction.
-__device__ __forceinline__ void grid_totals(double& a, double& b, const double* partials, unsigned* ticket) {
+// In the last block: the totals over all blocks, combined in a fixed order (thread 0 ends
+// with them), and the ticket reset for the next reduction.
+template <typename Merge>
+__device__ __forceinline__ void grid_reduce2(double& a, double& b, const double* partials, unsigned* ticket,
+                                             Merge merge) {
     __threadfence();
     a = 0.0;
     b = 0.0;
     for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-        a += __ldcg(&partials[i]);
-        b += __ldcg(&partials[CG_MAX_BLOCKS + i]);
+        merge(a, b, __ldcg(&partials[i]), __ldcg(&partials[CG_MAX_BLOCKS + i]));
     }
-    block_sum2(a, b);
+    block_reduce2(a, b, merge);
     if (threadIdx.x == 0) {
         *ticket = 0;
     }
+}
+
+// In the last block: the sums over all blocks (see grid_reduce2).
+__device__ __forceinline__ void grid_totals(double& a, double& b, const double* partials, unsigned* ticket) {
+    grid_reduce2(a, b, partials, ticket, SumPair());
 }
 
 __device__ __forceinline__ bool stopped(const double* s) {
@@ -346,34 +366,11 @@ __device__ __forceinline__ void nrm_merge(double& scale, double& ssq, double s2,
     }
 }
 
-// The scaled sum over the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with it. Every
-// thread of the block must call it.
-__device__ __forceinline__ void block_norm(double& scale, double& ssq) {
-    __shared__ double sh[2 * CG_WARPS];
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const double s2 = __shfl_down_sync(0xffffffffu, scale, offset);
-        const double q2 = __shfl_down_sync(0xffffffffu, ssq, offset);
+struct NormPair {
+    __device__ __forceinline__ void operator()(double& scale, double& ssq, double s2, double q2) const {
         nrm_merge(scale, ssq, s2, q2);
     }
-    __syncthreads();
-    if (lane == 0) {
-        sh[warp] = scale;
-        sh[CG_WARPS + warp] = ssq;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        scale = lane < CG_WARPS ? sh[lane] : 0.0;
-        ssq = lane < CG_WARPS ? sh[CG_WARPS + lane] : 0.0;
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            const double s2 = __shfl_down_sync(0xffffffffu, scale, offset);
-            const double q2 = __shfl_down_sync(0xffffffffu, ssq, offset);
-            nrm_merge(scale, ssq, s2, q2);
-        }
-    }
-}
+};
 
 // s[S_NORM_SCALE], s[S_NORM_SSQ] = ||a|| as a scaled sum, in a fixed order (setup and
 // final residual; ignores the status).
@@ -381,17 +378,10 @@ template <typename T>
 __device__ void cg_norm(unsigned n, const T* __restrict__ a, double* s, double* partials, unsigned* ticket) {
     double scale = 0.0, ssq = 0.0;
     GRID_STRIDE(i, n) { nrm_add(scale, ssq, double(ldg(a + i))); }
-    block_norm(scale, ssq);
+    block_reduce2(scale, ssq, NormPair());
     if (!last_block(scale, ssq, partials, ticket)) return;
-    __threadfence();
-    scale = 0.0;
-    ssq = 0.0;
-    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-        nrm_merge(scale, ssq, __ldcg(&partials[i]), __ldcg(&partials[CG_MAX_BLOCKS + i]));
-    }
-    block_norm(scale, ssq);
+    grid_reduce2(scale, ssq, partials, ticket, NormPair());
     if (threadIdx.x == 0) {
-        *ticket = 0;
         s[S_NORM_SCALE] = scale;
         s[S_NORM_SSQ] = ssq;
     }
