@@ -25,7 +25,7 @@ use std::sync::Mutex;
 
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
 use spgpu::solver::{cg, Backend, CgParams, Device, PrecondForm, StopReason};
-use spgpu::{gen, reference, CsrMatrix, Error, Scalar};
+use spgpu::{gen, reference, Error, Scalar};
 
 /// A positive count from the environment, or `default`.
 fn env_count(name: &str, default: usize) -> usize {
@@ -77,67 +77,53 @@ fn solve_one<T: Scalar>(
     Ok(report.iterations)
 }
 
-/// Uploads, downloads and drops vectors of varying lengths until `done`, checking every
-/// round trip; returns the number of round trips.
-fn upload_download_loop(ctx: &'static Context, done: &AtomicBool, failures: &Mutex<Vec<String>>) -> usize {
-    let mut trips = 0;
-    let mut len = 1usize;
-    while !done.load(Ordering::Acquire) {
-        len = (len * 7919 + 13) % 200_000 + 1;
-        let data: Vec<f64> = (0..len).map(|i| (i % 1000) as f64 - 500.0).collect();
-        let result = (|| -> spgpu::Result<()> {
-            let mut v = DeviceVector::from_slice(ctx, &data)?;
-            let back = v.to_vec()?;
-            if back != data {
-                return Err(Error::InvalidArgument(format!("round trip of {len} values differs")));
-            }
-            let twice: Vec<f64> = data.iter().map(|x| 2.0 * x).collect();
-            v.copy_from(&twice)?;
-            let mut out = vec![0.0; len];
-            v.copy_to(&mut out)?;
-            if out != twice {
-                return Err(Error::InvalidArgument(format!("copy_from/copy_to of {len} values differs")));
-            }
-            let small = DeviceVector::<f32>::zeros(ctx, len % 5000 + 1)?;
-            if small.to_vec()?.iter().any(|&v| v != 0.0) {
-                return Err(Error::InvalidArgument("zeros are not zero".into()));
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            failures.lock().unwrap().push(format!("uploader, trip {trips}: {e}"));
-        }
-        trips += 1;
-    }
-    trips
-}
-
-/// SpMV with one shared matrix until `done`, checked exactly (integer data); returns the
-/// number of products.
-fn spmv_loop(
-    a: &CsrMatrix<f64>,
-    d_a: &DeviceCsr<f64>,
-    x: &DeviceVector<f64>,
-    want: &[f64],
+/// Runs `round` until `done`, recording its failures under `label`; returns the rounds run.
+fn until_done(
+    label: &str,
     done: &AtomicBool,
     failures: &Mutex<Vec<String>>,
+    mut round: impl FnMut(usize) -> spgpu::Result<()>,
 ) -> usize {
-    let mut count = 0;
+    let mut rounds = 0;
     while !done.load(Ordering::Acquire) {
-        let result = (|| -> spgpu::Result<()> {
-            let mut y = DeviceVector::zeros(d_a.context(), a.nrows())?;
-            d_a.spmv(1.0, x, 0.0, &mut y)?;
-            if y.to_vec()? != want {
-                return Err(Error::InvalidArgument("SpMV result differs from the reference".into()));
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            failures.lock().unwrap().push(format!("spmv, product {count}: {e}"));
+        if let Err(e) = round(rounds) {
+            failures.lock().unwrap().push(format!("{label}, round {rounds}: {e}"));
         }
-        count += 1;
+        rounds += 1;
     }
-    count
+    rounds
+}
+
+/// Uploads, downloads and drops vectors of varying lengths, checking every round trip.
+fn upload_download_round(ctx: &'static Context, round: usize) -> spgpu::Result<()> {
+    let len = (round * 7919 + 13) % 200_000 + 1;
+    let data: Vec<f64> = (0..len).map(|i| (i % 1000) as f64 - 500.0).collect();
+    let mut v = DeviceVector::from_slice(ctx, &data)?;
+    if v.to_vec()? != data {
+        return Err(Error::InvalidArgument(format!("round trip of {len} values differs")));
+    }
+    let twice: Vec<f64> = data.iter().map(|x| 2.0 * x).collect();
+    v.copy_from(&twice)?;
+    let mut out = vec![0.0; len];
+    v.copy_to(&mut out)?;
+    if out != twice {
+        return Err(Error::InvalidArgument(format!("copy_from/copy_to of {len} values differs")));
+    }
+    let small = DeviceVector::<f32>::zeros(ctx, len % 5000 + 1)?;
+    if small.to_vec()?.iter().any(|&v| v != 0.0) {
+        return Err(Error::InvalidArgument("zeros are not zero".into()));
+    }
+    Ok(())
+}
+
+/// One SpMV with a shared matrix, checked exactly (integer data).
+fn spmv_round(d_a: &DeviceCsr<f64>, x: &DeviceVector<f64>, want: &[f64]) -> spgpu::Result<()> {
+    let mut y = DeviceVector::zeros(d_a.context(), d_a.nrows())?;
+    d_a.spmv(1.0, x, 0.0, &mut y)?;
+    if y.to_vec()? != want {
+        return Err(Error::InvalidArgument("SpMV result differs from the reference".into()));
+    }
+    Ok(())
 }
 
 /// The acceptance test of issue 10: many threads solving (CSR and ELL, graphs on and off,
@@ -161,9 +147,10 @@ fn many_threads_solve_while_others_upload_download_and_multiply() {
     let solved = AtomicUsize::new(0);
     let started = std::time::Instant::now();
     let (trips, products) = std::thread::scope(|s| {
-        let uploader = s.spawn(|| upload_download_loop(ctx, &done, &failures));
-        let multipliers: Vec<_> =
-            (0..2).map(|_| s.spawn(|| spmv_loop(&a, &d_a, &d_x, &want, &done, &failures))).collect();
+        let uploader = s.spawn(|| until_done("uploader", &done, &failures, |k| upload_download_round(ctx, k)));
+        let multipliers: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| until_done("spmv", &done, &failures, |_| spmv_round(&d_a, &d_x, &want))))
+            .collect();
         let solvers: Vec<_> = (0..threads)
             .map(|t| {
                 let (shared_device, failures, solved) = (&shared_device, &failures, &solved);
