@@ -18,6 +18,11 @@ use crate::{Error, Result};
 /// The environment variable that picks the CUDA device by ordinal (default 0).
 pub const DEVICE_ENV: &str = "SPGPU_DEVICE";
 
+/// The environment variable that, set to `0`, turns off stream-ordered allocation
+/// (`cuMemAllocAsync`) even where the device supports memory pools; spgpu then uses
+/// `cuMemAlloc` and a synchronized `cuMemFree` (see [`Context::memory_pools`]).
+pub const MEMORY_POOLS_ENV: &str = "SPGPU_MEMORY_POOLS";
+
 /// What spgpu knows about the device its context runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -163,7 +168,7 @@ impl Context {
         };
         DriverError::check(rc)
             .map_err(|e| Error::cuda(format!("reading the memory-pool support of device {ordinal}"), e))?;
-        let memory_pools = pools != 0;
+        let memory_pools = pools != 0 && env::var(MEMORY_POOLS_ENV).map_or(true, |v| v.trim() != "0");
         let modules = ModuleId::ALL
             .iter()
             .map(|&id| {
@@ -204,7 +209,8 @@ impl Context {
     }
 
     /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the
-    /// device supports memory pools) rather than with `cuMemAlloc`.
+    /// device supports memory pools and `SPGPU_MEMORY_POOLS` is not `0`) rather than with
+    /// `cuMemAlloc`.
     pub fn memory_pools(&self) -> bool {
         self.memory_pools
     }

@@ -81,7 +81,7 @@ mod plan;
 pub(crate) mod stream;
 mod vector;
 
-pub use context::{Context, DeviceInfo, DEVICE_ENV};
+pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV};
 pub use csr::DeviceCsr;
 pub use ell::DeviceEll;
 #[doc(hidden)]
