@@ -12,7 +12,9 @@ pub enum Status {
     Running,
     /// The recurrence residual met the tolerance.
     Converged,
-    /// `p'Ap <= 0`: the operator (or the preconditioner) is not positive definite.
+    /// `p'Ap <= 0`: the operator (or the preconditioner) is not positive definite, or
+    /// `p'Ap` underflowed or rounded below zero at machine precision (the solver tells the
+    /// two apart by the true residual, see [`StopReason::PrecisionLimit`](super::StopReason::PrecisionLimit)).
     Breakdown,
     /// A NaN or an infinity appeared in `p'Ap`, `r'r` or `r'z`.
     NonFinite,
