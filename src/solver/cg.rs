@@ -772,8 +772,11 @@ where
                 match recorded {
                     Ok(Some(rec)) => recording = Some(rec),
                     Ok(None) => recording_failed = true,
-                    Err(e) if steps_failed => return Err(e.into()),
-                    // The recording broke (nothing ran): go on step by step, and say so.
+                    // A step refused its operands: that is the caller's error.
+                    Err(e) if steps_failed && !e.is_capture_invalidated() => return Err(e.into()),
+                    // The recording broke (a stream-capture error, for example another
+                    // thread synchronized the whole device meanwhile; nothing ran): go on
+                    // step by step, and say so.
                     Err(e) => {
                         recording_failed = true;
                         report.warnings.push(CgWarning::GraphRecordingFailed { reason: e.to_string() });
