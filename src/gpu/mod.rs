@@ -51,9 +51,15 @@
 //! made, so results never depend on the interleaving; a thread that only reads what it
 //! wrote itself needs no synchronization of its own. One thing is not safe while other
 //! threads use spgpu: capturing [`Context::stream`] into a CUDA graph yourself (a capture
-//! takes in whatever any thread queues on the stream); capture a stream of your own. Errors keep the driver's code
-//! ([`Error::Cuda`](crate::Error::Cuda) with a [`DriverError`](crate::error::DriverError)),
-//! and say when a stream capture was invalidated.
+//! takes in whatever any thread queues on the stream); capture a stream of your own. And
+//! a device-wide synchronization (`cuCtxSynchronize`, `cudaDeviceSynchronize`) by other
+//! code while spgpu records a graph can invalidate the recording: the solver then goes on
+//! launching step by step and says so in its report
+//! ([`CgWarning::GraphRecordingFailed`](crate::solver::CgWarning::GraphRecordingFailed)).
+//!
+//! Errors keep the driver's code ([`Error::Cuda`](crate::Error::Cuda) with a
+//! [`DriverError`](crate::error::DriverError)), and say when a stream capture was
+//! invalidated.
 //!
 //! # Example
 //!
