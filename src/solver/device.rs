@@ -104,6 +104,14 @@ impl Device {
     }
 }
 
+impl Drop for Device {
+    fn drop(&mut self) {
+        // The capture stream is destroyed with the context current on this thread (the
+        // workspace frees itself); a failure cannot be reported here.
+        let _ = self.ctx.make_current();
+    }
+}
+
 static NEXT_STATE: AtomicU64 = AtomicU64::new(1);
 
 /// The iteration's scalars, reduction buffers and residual history in device memory, with
@@ -137,6 +145,7 @@ impl<T: Scalar> DeviceState<T> {
 /// allocations it uses and the state it was made with, so that
 /// [`Backend::replay`] can refuse to run it over freed memory. `Send`, not `Sync`.
 pub struct DeviceRecording {
+    ctx: &'static Context,
     graph: Graph,
     state: u64,
     allocations: Vec<(u64, u64)>,
@@ -145,6 +154,13 @@ pub struct DeviceRecording {
 impl std::fmt::Debug for DeviceRecording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceRecording").field("allocations", &self.allocations.len()).finish()
+    }
+}
+
+impl Drop for DeviceRecording {
+    fn drop(&mut self) {
+        // The graph is destroyed with the context current on this thread.
+        let _ = self.ctx.make_current();
     }
 }
 
@@ -348,7 +364,7 @@ impl<T: Scalar> Backend<T> for Device {
                  replay could not check that it is still live"
             ))
         })?;
-        Ok(Some(DeviceRecording { graph, state: s.id, allocations }))
+        Ok(Some(DeviceRecording { ctx: self.ctx, graph, state: s.id, allocations }))
     }
 
     fn replay(&self, s: &mut DeviceState<T>, rec: &DeviceRecording) -> Result<()> {
