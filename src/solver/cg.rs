@@ -80,6 +80,11 @@ pub fn precision_floor<T: Scalar>(n: usize) -> f64 {
     (n.max(1) as f64).sqrt() * epsilon::<T>()
 }
 
+/// How far above [`precision_floor`] a true residual still counts as "at the rounding
+/// level" ([`StopReason::PrecisionLimit`]): the floor is an estimate, and where the
+/// recurrence stops against it the true residual lands within a small factor either side.
+pub const PRECISION_LIMIT_FACTOR: f64 = 10.0;
+
 /// `2^e` for `e` in `[-1022, 1023]`, exactly.
 fn pow2(e: i32) -> f64 {
     let e = e.clamp(-1022, 1023);
@@ -245,13 +250,13 @@ pub enum StopReason {
     /// The iteration limit was reached first.
     MaxIterations,
     /// The recurrence residual met the tolerance but the true residual did not, even after
-    /// every allowed restart, and is still above the [`precision_floor`] (often an
-    /// ill-conditioned system).
+    /// every allowed restart (often an ill-conditioned system for the precision).
     Stagnated,
-    /// The true residual reached the rounding level of the element type
-    /// ([`precision_floor`]) without meeting a tolerance below it: the solve cannot get
-    /// closer in this precision. Also what a `p'Ap` that underflows to zero (or rounds
-    /// below it) at such a residual means: not a breakdown.
+    /// The true residual reached the rounding level of the element type (within
+    /// [`PRECISION_LIMIT_FACTOR`] times the [`precision_floor`]) without meeting a
+    /// tolerance below the floor: the solve cannot get closer in this precision. Also what
+    /// a `p'Ap` that underflows to zero (or rounds below it) at such a residual means: not
+    /// a breakdown.
     PrecisionLimit,
     /// `p'Ap <= 0`: the operator or the preconditioner is not positive definite.
     Breakdown,
@@ -522,16 +527,18 @@ where
 ///
 /// The recurrence stops at `max(tolerance, floor)`, where `tolerance = max(rtol * ||b||,
 /// atol)` and `floor = `[`precision_floor`]` * ||b||`; the true residual `||b - A x||`
-/// then decides:
+/// then decides, with `limit = `[`PRECISION_LIMIT_FACTOR`]` * floor`:
 ///
 /// - at or below the tolerance: [`StopReason::Converged`] (also when the iteration limit
 ///   or a `p'Ap <= 0` came at the same time);
-/// - otherwise, at or below the floor, after the recurrence converged or `p'Ap` underflowed
-///   or rounded to `<= 0`: [`StopReason::PrecisionLimit`] (never a breakdown: that is what
-///   reaching machine precision looks like);
-/// - otherwise a restart from the true residual (at most `params.max_restarts`), then
-///   [`StopReason::Stagnated`]; [`StopReason::Breakdown`] for `p'Ap <= 0` at a larger
-///   residual, [`StopReason::MaxIterations`], [`StopReason::NonFinite`].
+/// - `p'Ap <= 0` (underflowed or rounded) with the true residual at or below the limit:
+///   [`StopReason::PrecisionLimit`], never a breakdown (that is what reaching machine
+///   precision looks like); above it, [`StopReason::Breakdown`];
+/// - the recurrence stopped at the floor (a tolerance below it) with the true residual at
+///   or below the limit: [`StopReason::PrecisionLimit`];
+/// - otherwise, after the recurrence converged, a restart from the true residual (at most
+///   `params.max_restarts`), then [`StopReason::Stagnated`];
+///   [`StopReason::MaxIterations`], [`StopReason::NonFinite`].
 ///
 /// Norms are scaled sums ([`Backend::norm`]), so a finite `b` is never taken for a
 /// non-finite one; a `||b||` outside `[2^-500, 2^500]` is solved on the system scaled by
@@ -636,9 +643,11 @@ fn decide(status: Status, true_norm: f64, tolerance: f64, floor: f64, can_restar
     if status == Status::NonFinite || !true_norm.is_finite() {
         return Next::Stop(StopReason::NonFinite);
     }
+    let at_limit = true_norm <= PRECISION_LIMIT_FACTOR * floor;
     match status {
         _ if true_norm <= tolerance => Next::Stop(StopReason::Converged),
-        Status::Converged | Status::Breakdown if true_norm <= floor => Next::Stop(StopReason::PrecisionLimit),
+        Status::Breakdown if at_limit => Next::Stop(StopReason::PrecisionLimit),
+        Status::Converged if tolerance < floor && at_limit => Next::Stop(StopReason::PrecisionLimit),
         Status::Breakdown => Next::Stop(StopReason::Breakdown),
         Status::Converged if can_restart => Next::Restart,
         Status::Converged => Next::Stop(StopReason::Stagnated),
@@ -842,6 +851,7 @@ mod tests {
         let (tol, floor) = (0.0, 1e-14);
         // p'Ap underflowed (or rounded to <= 0) once the residual reached the precision.
         assert_eq!(decide(Status::Breakdown, 1e-15, tol, floor, true), Next::Stop(StopReason::PrecisionLimit));
+        assert_eq!(decide(Status::Breakdown, 9e-14, tol, floor, true), Next::Stop(StopReason::PrecisionLimit));
         // ... and met the tolerance: converged.
         assert_eq!(decide(Status::Breakdown, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::Converged));
         // A breakdown far from the solution is one.
@@ -854,7 +864,12 @@ mod tests {
         assert_eq!(decide(Status::Converged, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::Converged));
         assert_eq!(decide(Status::Converged, 1e-7, 1e-8, floor, true), Next::Restart);
         assert_eq!(decide(Status::Converged, 1e-7, 1e-8, floor, false), Next::Stop(StopReason::Stagnated));
+        // A tolerance below the floor: the rounding level (within the factor) is the end.
         assert_eq!(decide(Status::Converged, 1e-13, 0.0, floor, true), Next::Stop(StopReason::PrecisionLimit));
+        assert_eq!(decide(Status::Converged, 5e-12, 0.0, floor, true), Next::Stop(StopReason::PrecisionLimit));
+        assert_eq!(decide(Status::Converged, 5e-11, 0.0, floor, true), Next::Restart);
+        // A tolerance above the floor that the true residual missed: restart first.
+        assert_eq!(decide(Status::Converged, 5e-12, 2e-12, floor, true), Next::Restart);
         assert_eq!(decide(Status::Running, 1e-7, 1e-8, floor, true), Next::Stop(StopReason::MaxIterations));
         assert_eq!(decide(Status::Running, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::Converged));
         assert_eq!(decide(Status::NonFinite, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::NonFinite));

@@ -45,7 +45,7 @@ mod precond;
 pub use backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 pub use cg::{
     cg, cg_vector_bytes, cg_with, iteration_floor_bytes, precision_floor, CgError, CgParams, CgReport, CgWarning,
-    StopReason, HISTORY_LIMIT,
+    StopReason, HISTORY_LIMIT, PRECISION_LIMIT_FACTOR,
 };
 pub use device::{Device, DeviceRecording, DeviceState};
 pub use host::{Host, HostState};
