@@ -15,6 +15,10 @@
 // only (cg_grid on the Rust side), so a run repeats bit for bit.
 //
 // Sums and scalars are double for both element types; vector updates round to T.
+//
+// Lengths are 32-bit `unsigned` (the launchers refuse anything above UINT_MAX), but every
+// grid-stride loop walks them with a 64-bit index (GRID_STRIDE below): a 32-bit index
+// would wrap for lengths above 2^32 - (grid * block) and loop forever.
 #include "common.cuh"
 
 // Most blocks of a reduction (CG_MAX_BLOCKS on the Rust side).
@@ -31,6 +35,8 @@
 #define S_STATUS 6
 #define S_ITER 7
 #define S_DOT 8
+#define S_NORM_SCALE 9
+#define S_NORM_SSQ 10
 
 // Status codes (Status::from_code on the Rust side).
 #define ST_RUNNING 0.0
@@ -43,21 +49,33 @@
 #define MODE_DIAGONAL 1
 #define MODE_GENERAL 2
 
-__device__ __forceinline__ double warp_sum(double v) {
+// How two pairs of partial results combine: sums (SumPair) or scaled sums of squares
+// (NormPair, see nrm_merge). Every reduction below is generic over it.
+struct SumPair {
+    __device__ __forceinline__ void operator()(double& a, double& b, double a2, double b2) const {
+        a += a2;
+        b += b2;
+    }
+};
+
+// One warp's pairs combined; lane 0 ends with the totals. Every lane must call it.
+template <typename Merge>
+__device__ __forceinline__ void warp_reduce2(double& a, double& b, Merge merge) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, offset);
+        const double a2 = __shfl_down_sync(0xffffffffu, a, offset);
+        const double b2 = __shfl_down_sync(0xffffffffu, b, offset);
+        merge(a, b, a2, b2);
     }
-    return v;
 }
 
-// Sums a and b over the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with the totals.
-// Every thread of the block must call it.
-__device__ __forceinline__ void block_sum2(double& a, double& b) {
+// Combines the pairs (a, b) of the block (blockDim.x == SPGPU_BLOCK); thread 0 ends with
+// the totals. Every thread of the block must call it.
+template <typename Merge>
+__device__ __forceinline__ void block_reduce2(double& a, double& b, Merge merge) {
     __shared__ double sh[2 * CG_WARPS];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    a = warp_sum(a);
-    b = warp_sum(b);
+    warp_reduce2(a, b, merge);
     __syncthreads();  // an earlier call may still be reading sh
     if (lane == 0) {
         sh[warp] = a;
@@ -67,10 +85,12 @@ __device__ __forceinline__ void block_sum2(double& a, double& b) {
     if (warp == 0) {
         a = lane < CG_WARPS ? sh[lane] : 0.0;
         b = lane < CG_WARPS ? sh[CG_WARPS + lane] : 0.0;
-        a = warp_sum(a);
-        b = warp_sum(b);
+        warp_reduce2(a, b, merge);
     }
 }
+
+// Sums a and b over the block; thread 0 ends with the totals.
+__device__ __forceinline__ void block_sum2(double& a, double& b) { block_reduce2(a, b, SumPair()); }
 
 // Thread 0 stores the block's totals (a, b) as partials; returns true, in every thread, in
 // the one block that finishes last.
@@ -87,33 +107,42 @@ __device__ __forceinline__ bool last_block(double a, double b, double* partials,
     return is_last;
 }
 
-// In the last block: the totals over all blocks, added in a fixed order (thread 0 ends with
-// them), and the ticket reset for the next reduction.
-__device__ __forceinline__ void grid_totals(double& a, double& b, const double* partials, unsigned* ticket) {
+// In the last block: the totals over all blocks, combined in a fixed order (thread 0 ends
+// with them), and the ticket reset for the next reduction.
+template <typename Merge>
+__device__ __forceinline__ void grid_reduce2(double& a, double& b, const double* partials, unsigned* ticket,
+                                             Merge merge) {
     __threadfence();
     a = 0.0;
     b = 0.0;
     for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-        a += __ldcg(&partials[i]);
-        b += __ldcg(&partials[CG_MAX_BLOCKS + i]);
+        merge(a, b, __ldcg(&partials[i]), __ldcg(&partials[CG_MAX_BLOCKS + i]));
     }
-    block_sum2(a, b);
+    block_reduce2(a, b, merge);
     if (threadIdx.x == 0) {
         *ticket = 0;
     }
+}
+
+// In the last block: the sums over all blocks (see grid_reduce2).
+__device__ __forceinline__ void grid_totals(double& a, double& b, const double* partials, unsigned* ticket) {
+    grid_reduce2(a, b, partials, ticket, SumPair());
 }
 
 __device__ __forceinline__ bool stopped(const double* s) {
     return s[S_STATUS] != ST_RUNNING;
 }
 
-#define GRID_STRIDE(i, n) \
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+// A grid-stride loop over [0, n) with a 64-bit index (see the top of the file).
+typedef unsigned long long idx_t;
+#define GRID_STRIDE(i, n)                                                                        \
+    for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x, i##_end = (idx_t)(n); i < i##_end; \
+         i += (idx_t)gridDim.x * blockDim.x)
 
 // z as the mode defines it: dinv .* r, r, or the vector z.
 template <typename T>
 __device__ __forceinline__ T precond_z(int mode, T ri, const T* __restrict__ z, const T* __restrict__ dinv,
-                                       unsigned i) {
+                                       idx_t i) {
     return mode == MODE_DIAGONAL ? ldg(dinv + i) * ri : (mode == MODE_GENERAL ? ldg(z + i) : ri);
 }
 
@@ -201,7 +230,7 @@ __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, const unsigned
     double pq = 0.0, unused = 0.0;
     GRID_STRIDE(row, nrows) {
         acc_t sum = 0.0;
-        unsigned slot = row;
+        unsigned slot = (unsigned)row;  // row < nrows; (width + 1) * nrows fits 32 bits (checked)
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
             const unsigned c = ldg(cols + slot);
             if (c != SPGPU_ELL_PADDING) {
@@ -309,6 +338,61 @@ __device__ void cg_hadamard(unsigned n, const T* __restrict__ a, const T* __rest
     GRID_STRIDE(i, n) { out[i] = ldg(a + i) * ldg(b + i); }
 }
 
+// Scaled sums of squares (the LAPACK dnrm2 recurrence): a pair (scale, ssq) stands for
+// scale^2 * ssq, with scale = the largest |v| seen, so nothing overflows for finite input.
+// A NaN makes ssq NaN; an infinity makes scale infinite.
+__device__ __forceinline__ void nrm_add(double& scale, double& ssq, double v) {
+    const double a = fabs(v);
+    if (a == 0.0) return;
+    if (scale < a) {
+        const double r = scale / a;
+        ssq = 1.0 + ssq * r * r;
+        scale = a;
+    } else {
+        const double r = a / scale;
+        ssq += r * r;
+    }
+}
+
+// (scale, ssq) += (s2, q2), both scaled sums.
+__device__ __forceinline__ void nrm_merge(double& scale, double& ssq, double s2, double q2) {
+    if (scale < s2) {
+        const double r = scale / s2;
+        ssq = q2 + ssq * r * r;
+        scale = s2;
+    } else {
+        const double r = scale > 0.0 ? s2 / scale : 0.0;
+        ssq += q2 * r * r;  // q2 * 0 keeps a NaN of q2
+    }
+}
+
+struct NormPair {
+    __device__ __forceinline__ void operator()(double& scale, double& ssq, double s2, double q2) const {
+        nrm_merge(scale, ssq, s2, q2);
+    }
+};
+
+// s[S_NORM_SCALE], s[S_NORM_SSQ] = ||a|| as a scaled sum, in a fixed order (setup and
+// final residual; ignores the status).
+template <typename T>
+__device__ void cg_norm(unsigned n, const T* __restrict__ a, double* s, double* partials, unsigned* ticket) {
+    double scale = 0.0, ssq = 0.0;
+    GRID_STRIDE(i, n) { nrm_add(scale, ssq, double(ldg(a + i))); }
+    block_reduce2(scale, ssq, NormPair());
+    if (!last_block(scale, ssq, partials, ticket)) return;
+    grid_reduce2(scale, ssq, partials, ticket, NormPair());
+    if (threadIdx.x == 0) {
+        s[S_NORM_SCALE] = scale;
+        s[S_NORM_SSQ] = ssq;
+    }
+}
+
+// a *= alpha (an exact power of two when the solver equilibrates a system).
+template <typename T>
+__device__ void cg_scale(unsigned n, double alpha, T* __restrict__ a) {
+    GRID_STRIDE(i, n) { a[i] = T(double(a[i]) * alpha); }
+}
+
 #define CG_KERNELS(T)                                                                                              \
     extern "C" __global__ void cg_start_##T(unsigned n, const T* r, const T* z, const T* dinv, int mode, T* p,     \
                                             double tol2, double* s, double* partials, unsigned* ticket,            \
@@ -348,6 +432,12 @@ __device__ void cg_hadamard(unsigned n, const T* __restrict__ a, const T* __rest
     }                                                                                                              \
     extern "C" __global__ void cg_hadamard_##T(unsigned n, const T* a, const T* b, T* out) {                       \
         cg_hadamard<T>(n, a, b, out);                                                                              \
+    }                                                                                                              \
+    extern "C" __global__ void cg_norm_##T(unsigned n, const T* a, double* s, double* partials, unsigned* ticket) { \
+        cg_norm<T>(n, a, s, partials, ticket);                                                                     \
+    }                                                                                                              \
+    extern "C" __global__ void cg_scale_##T(unsigned n, double alpha, T* a) {                                      \
+        cg_scale<T>(n, alpha, a);                                                                                  \
     }
 
 CG_KERNELS(f32)

@@ -6,7 +6,10 @@
 mod common;
 use common::{rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
 
-use spgpu::solver::{cg, cg_with, CgError, CgParams, Host, Jacobi, PreconditionerKind, StopReason};
+use spgpu::solver::{
+    cg, cg_with, precision_floor, CgError, CgParams, CgWarning, Host, Jacobi, PreconditionerKind, StopReason,
+    PRECISION_LIMIT_FACTOR,
+};
 use spgpu::{gen, CsrMatrix, Scalar};
 use std::path::PathBuf;
 
@@ -298,6 +301,101 @@ fn invalid_parameters_are_refused() {
     }
 }
 
+// ---- honest diagnostics (issue 10): each case asserts the stop reason or error kind ----
+
+/// `--rtol 0` on lap2d:50 ran 6783 iterations until p'Ap underflowed, then called the SPD
+/// matrix "not symmetric positive definite". The recurrence now stops at the precision
+/// floor, and the solve ends at the precision limit.
+#[test]
+fn rtol_zero_stops_at_the_precision_limit_not_a_breakdown() {
+    let a = gen::laplacian_2d::<f64>(50);
+    let b = rhs_of_ones(&a);
+    let (res, x) = solve(&a, &b, &CgParams { rtol: 0.0, ..CgParams::default() });
+    let report = match res {
+        Err(CgError::NoConvergence { report }) => report,
+        other => panic!("expected the precision limit, got {other:?}"),
+    };
+    assert_eq!(report.stop_reason, StopReason::PrecisionLimit);
+    assert!(report.iterations < 1000, "{} iterations", report.iterations);
+    assert_eq!(report.precision_floor, precision_floor::<f64>(2500));
+    let rel = true_relative_residual(&a, &x, &b);
+    assert!(rel <= PRECISION_LIMIT_FACTOR * report.precision_floor, "{rel:e}");
+    assert!(matches!(report.warnings[..], [CgWarning::ToleranceBelowPrecision { requested, .. }] if requested == 0.0));
+    let err = CgError::NoConvergence { report };
+    let text = err.to_string();
+    assert!(text.contains("precision limit") && !text.contains("positive definite"), "{text}");
+}
+
+/// f32 with the default rtol 1e-8 is flagged before the solve and stops at the precision of
+/// f32 (or stagnates there), never at 1e-8 and never with a breakdown.
+#[test]
+fn single_precision_below_its_precision_is_flagged() {
+    let a = gen::laplacian_2d::<f32>(30);
+    let b = rhs_of_ones(&a);
+    let params = CgParams::default();
+    let b_norm = b.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
+    assert!(matches!(
+        params.precision_warning::<f32>(900, b_norm),
+        Some(CgWarning::ToleranceBelowPrecision { scalar: "f32", .. })
+    ));
+    let report = match solve(&a, &b, &params).0 {
+        Err(CgError::NoConvergence { report }) => report,
+        other => panic!("expected no convergence at the precision of f32, got {other:?}"),
+    };
+    assert!(matches!(report.stop_reason, StopReason::PrecisionLimit | StopReason::Stagnated), "{report:?}");
+    assert!(matches!(report.warnings[0], CgWarning::ToleranceBelowPrecision { .. }), "{:?}", report.warnings);
+    assert!(report.relative_residual < 1e-4, "{}", report.relative_residual);
+    // A tolerance f32 can reach: no warning, converged.
+    let report = solve(&a, &b, &CgParams { rtol: 1e-5, ..params }).0.unwrap();
+    assert!(report.warnings.is_empty());
+}
+
+/// ||b||^2 overflowed for finite b with entries near 1e154 and was reported as "b has NaN
+/// or infinite entries"; squares of tiny entries underflowed. Both are solved now, on the
+/// system scaled by a power of two.
+#[test]
+fn huge_and_tiny_right_hand_sides_are_solved() {
+    let a = gen::laplacian_2d::<f64>(20);
+    for scale in [1e154, 1e160, 1e-170] {
+        let b: Vec<f64> = rhs_of_ones(&a).iter().map(|v| v * scale).collect();
+        let (res, x) = solve(&a, &b, &CgParams { history: true, ..CgParams::default() });
+        let report = res.unwrap_or_else(|e| panic!("{scale:e}: {e}"));
+        assert!(matches!(report.warnings[..], [CgWarning::Equilibrated { .. }]), "{:?}", report.warnings);
+        let err = x.iter().map(|v| (v / scale - 1.0).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-4, "{scale:e}: x differs from {scale:e} * 1 by {err:e} (relative)");
+        // The report is in the units of the system asked for.
+        assert!((report.b_norm / scale).is_finite() && report.b_norm / scale > 1.0);
+        assert!(report.true_residual_norm <= report.tolerance && report.relative_residual <= 1e-8);
+        let h = report.history.unwrap();
+        assert!(
+            (h[0] / report.b_norm - 1.0).abs() < 1e-12,
+            "history in the caller's units: {} vs {}",
+            h[0],
+            report.b_norm
+        );
+    }
+    // Genuinely non-finite entries are still refused.
+    let mut b = rhs_of_ones(&a);
+    b[3] = f64::INFINITY;
+    assert!(matches!(solve(&a, &b, &CgParams::default()).0, Err(CgError::NonFiniteInput)));
+}
+
+/// The report says which tolerance the true residual met.
+#[test]
+fn the_report_says_whether_rtol_or_atol_was_met() {
+    let a = gen::laplacian_2d::<f64>(20);
+    let b = rhs_of_ones(&a);
+    let report = solve(&a, &b, &CgParams { rtol: 1e-12, atol: 1e-3, ..CgParams::default() }).0.unwrap();
+    assert_eq!((report.rtol_met, report.atol_met, report.tolerance_met()), (false, true, "atol"));
+    let report = solve(&a, &b, &CgParams::default()).0.unwrap();
+    assert_eq!((report.rtol_met, report.atol_met, report.tolerance_met()), (true, false, "rtol"));
+    // atol equal to rtol * ||b||: both.
+    let report = solve(&a, &b, &CgParams { atol: report.tolerance, ..CgParams::default() }).0.unwrap();
+    assert_eq!(report.tolerance_met(), "rtol and atol");
+    let err = solve(&a, &b, &CgParams { max_iter: Some(3), ..CgParams::default() }).0.unwrap_err();
+    assert_eq!(err.report().unwrap().tolerance_met(), "neither");
+}
+
 // ---- the command line: `spgpu cg` ----
 
 /// Runs `spgpu cg ARGS`; returns (success, stdout, stderr).
@@ -337,6 +435,10 @@ fn cli_solves_and_reports() {
     assert!(out.contains("true relative residual"), "{out}");
     assert!(out.contains("error against the known solution x = 1"), "{out}");
     assert!(out.contains("per iteration"), "{out}");
+    assert!(out.contains("met: rtol"), "{out}");
+    // Issue 9: the time per iteration against the bytes-moved floor, with the bandwidth's source.
+    assert!(out.contains("bytes-moved floor") && out.contains("x the floor"), "{out}");
+    assert!(out.contains("/ 4280 GB/s (the H200's measured copy bandwidth, the default"), "{out}");
     let x = spgpu::io::read_vector::<f64>(&x_path).unwrap();
     assert_eq!(x.len(), 400);
     assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6), "b = A 1, so x = 1");
@@ -359,6 +461,34 @@ fn cli_solves_and_reports() {
     assert!(ok, "{out}\n{err}");
     assert!(!out.contains("known solution"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_floor_uses_the_bandwidth_given() {
+    // lap2d:20 in f64: SpMV 1920 * 12 + 401 * 4 + 2 * 400 * 8 bytes, vectors 9 * 400 * 8.
+    let (ok, out, err) = spgpu_cg(&["gen:lap2d:20", "--device", "cpu", "--bandwidth-gbs", "1000"]);
+    assert!(ok, "{out}\n{err}");
+    let (spmv, vectors) = (1920 * 12 + 401 * 4 + 2 * 400 * 8, 9 * 400 * 8);
+    let floor_us = f64::from(spmv + vectors) / 1e9 * 1e6 / 1000.0;
+    assert!(out.contains(&format!("bytes-moved floor {floor_us:.2} us")), "{floor_us}: {out}");
+    assert!(out.contains("/ 1000 GB/s (from --bandwidth-gbs)"), "{out}");
+    let (ok, _, err) = spgpu_cg(&["gen:lap2d:20", "--device", "cpu", "--bandwidth-gbs", "0"]);
+    assert!(!ok && err.contains("--bandwidth-gbs must be"), "{err}");
+}
+
+/// `--rtol 0`: warned before the solve, and the precision limit afterwards, never "not
+/// symmetric positive definite".
+#[test]
+fn cli_rtol_zero_reports_the_precision_limit() {
+    let (ok, out, err) = spgpu_cg(&["gen:lap2d:50", "--device", "cpu", "--rtol", "0"]);
+    assert!(!ok, "{out}");
+    assert!(err.contains("warning: the tolerance asked for (relative 0.0e0) is below what f64 can reach"), "{err}");
+    assert!(out.contains("stop: precision limit reached"), "{out}");
+    assert!(err.contains("spgpu: CG did not converge: precision limit reached"), "{err}");
+    assert!(!err.contains("positive definite"), "{err}");
+    // f32 with the default rtol 1e-8: the same warning, naming f32.
+    let (_, _, err) = spgpu_cg(&["gen:lap2d:30", "--device", "cpu", "--precision", "f32"]);
+    assert!(err.contains("is below what f32 can reach"), "{err}");
 }
 
 #[test]

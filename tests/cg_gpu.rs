@@ -1,7 +1,10 @@
 //! Conjugate gradient on the GPU: convergence on the SPD matrices of the shared collection
 //! and on generated Poisson problems (CSR fused, ELL fused, CSR vector unfused), with the
 //! residual checked independently on the host in f64; Jacobi on bcsstk13; breakdown on an
-//! indefinite matrix; bit-identical repeated runs; agreement with the CPU backend; errors.
+//! indefinite matrix; bit-identical repeated runs; agreement with the CPU backend; errors;
+//! the precision limit, tolerances below the precision, and right-hand sides whose squares
+//! overflow. The tests run with the harness's default threads (GPU solves from several
+//! threads at once; `tests/threads.rs` stresses that).
 //!
 //! Each test skips with a printed line when there is no GPU, and fails instead when
 //! `SPGPU_REQUIRE_GPU=1`.
@@ -10,25 +13,16 @@ mod common;
 use common::{gpu, rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
 
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
-use spgpu::solver::{cg, cg_with, CgError, CgParams, CgReport, Device, Host, Jacobi, PreconditionerKind, StopReason};
+use spgpu::solver::{
+    cg, cg_with, Backend, CgError, CgParams, CgReport, CgWarning, Device, Host, Jacobi, PreconditionerKind, StopReason,
+    PRECISION_LIMIT_FACTOR,
+};
 use spgpu::{gen, reference, CsrMatrix, Scalar};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Format {
     Csr,
     Ell,
-}
-
-/// Runs the GPU solves of this file one at a time.
-///
-/// Known limitation: on the H200, GPU CG solves from several threads at once (the test
-/// harness's default) ended with `CUDA_ERROR_UNKNOWN` in every thread in most runs, and once
-/// in a segmentation fault, while the same tests pass one at a time and under
-/// compute-sanitizer. Until that is found and fixed, these tests hold this lock, and the
-/// solver's docs say to drive GPU solves from one thread at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static GPU_SOLVES: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    GPU_SOLVES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Solves on the GPU from x0 = 0; returns the result and the downloaded solution.
@@ -79,7 +73,6 @@ fn check_converges(
 
 #[test]
 fn converges_on_shared_spd_matrices() {
-    let _serial = serial();
     let Some(ctx) = gpu("converges_on_shared_spd_matrices") else { return };
     for (name, precond) in [
         ("494_bus", PreconditionerKind::None),
@@ -107,7 +100,6 @@ fn converges_on_shared_spd_matrices() {
 
 #[test]
 fn converges_on_poisson_problems() {
-    let _serial = serial();
     let Some(ctx) = gpu("converges_on_poisson_problems") else { return };
     let lap = gen::laplacian_2d::<f64>(40);
     let csr = check_converges(ctx, "lap2d:40", &lap, PreconditionerKind::None, 1e-10, Format::Csr);
@@ -122,7 +114,6 @@ fn converges_on_poisson_problems() {
 
 #[test]
 fn single_precision_converges_to_a_single_precision_tolerance() {
-    let _serial = serial();
     let Some(ctx) = gpu("single_precision") else { return };
     let a = gen::laplacian_2d::<f32>(30);
     let b = rhs_of_ones(&a);
@@ -138,7 +129,6 @@ fn single_precision_converges_to_a_single_precision_tolerance() {
 /// the ranges `tests/cg.rs` asserts.
 #[test]
 fn jacobi_brings_bcsstk13_to_1e_8() {
-    let _serial = serial();
     let Some(ctx) = gpu("jacobi_brings_bcsstk13_to_1e_8") else { return };
     let Some(a) = shared::<f64>("bcsstk13") else { return };
     let with = check_converges(ctx, "bcsstk13", &a, PreconditionerKind::Jacobi, 1e-8, Format::Csr);
@@ -154,7 +144,6 @@ fn jacobi_brings_bcsstk13_to_1e_8() {
 
 #[test]
 fn indefinite_hang_glider_never_reports_converged() {
-    let _serial = serial();
     let Some(ctx) = gpu("indefinite_hang_glider") else { return };
     let Some(a) = shared::<f64>("hangGlider_2") else { return };
     let b = rhs_of_ones(&a);
@@ -171,7 +160,6 @@ fn indefinite_hang_glider_never_reports_converged() {
 
 #[test]
 fn two_runs_are_bit_identical_and_match_the_cpu() {
-    let _serial = serial();
     let Some(ctx) = gpu("two_runs_are_bit_identical") else { return };
     let a = gen::laplacian_2d::<f64>(300);
     let b: Vec<f64> = (0..a.nrows()).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
@@ -201,7 +189,6 @@ fn two_runs_are_bit_identical_and_match_the_cpu() {
 /// launches: the same iterates, bit for bit, and the same count.
 #[test]
 fn graph_replay_gives_the_same_iterates_as_direct_launches() {
-    let _serial = serial();
     let Some(ctx) = gpu("graph_replay") else { return };
     let a = gen::laplacian_2d::<f64>(123);
     let b = rhs_of_ones(&a);
@@ -229,7 +216,6 @@ fn bits_equal(a: &[f64], b: &[f64]) -> bool {
 
 #[test]
 fn iteration_count_does_not_depend_on_the_check_interval() {
-    let _serial = serial();
     let Some(ctx) = gpu("check_interval") else { return };
     let a = gen::laplacian_2d::<f64>(30);
     let b = rhs_of_ones(&a);
@@ -247,7 +233,6 @@ fn iteration_count_does_not_depend_on_the_check_interval() {
 
 #[test]
 fn warm_start_from_the_solution_takes_no_iteration() {
-    let _serial = serial();
     let Some(ctx) = gpu("warm_start") else { return };
     let a = gen::laplacian_2d::<f64>(10);
     let b = rhs_of_ones(&a);
@@ -262,7 +247,6 @@ fn warm_start_from_the_solution_takes_no_iteration() {
 
 #[test]
 fn general_preconditioner_path_matches_the_fused_one() {
-    let _serial = serial();
     let Some(ctx) = gpu("general_preconditioner") else { return };
     let a = gen::laplacian_3d_27pt::<f64>(8);
     let b = rhs_of_ones(&a);
@@ -280,7 +264,6 @@ fn general_preconditioner_path_matches_the_fused_one() {
 
 #[test]
 fn errors_on_the_gpu() {
-    let _serial = serial();
     let Some(ctx) = gpu("errors_on_the_gpu") else { return };
     // Negative definite: p'Ap < 0 at the first iteration.
     let mut neg = gen::laplacian_2d::<f64>(4);
@@ -328,4 +311,115 @@ fn errors_on_the_gpu() {
     let empty = CsrMatrix::<f64>::zeros(0, 0).unwrap();
     let report = gpu_solve(ctx, &empty, &[], &CgParams::default(), Format::Csr).0.unwrap();
     assert_eq!(report.iterations, 0);
+}
+
+/// `spgpu cg gen:lap2d:50 --rtol 0` used to run 6783 iterations until p'Ap underflowed and
+/// then call the (SPD) matrix "not symmetric positive definite". Now the recurrence stops at
+/// the precision floor: the precision limit, early, on both formats and with graphs.
+#[test]
+fn rtol_zero_stops_at_the_precision_limit_not_a_breakdown() {
+    let Some(ctx) = gpu("rtol_zero_stops_at_the_precision_limit") else { return };
+    let a = gen::laplacian_2d::<f64>(50);
+    let b = rhs_of_ones(&a);
+    for format in [Format::Csr, Format::Ell] {
+        let params = CgParams { rtol: 0.0, ..CgParams::default() };
+        let (res, x) = gpu_solve(ctx, &a, &b, &params, format);
+        let report = match res {
+            Err(CgError::NoConvergence { report }) => report,
+            other => panic!("{format:?}: expected the precision limit, got {other:?}"),
+        };
+        assert_eq!(report.stop_reason, StopReason::PrecisionLimit, "{format:?}");
+        assert!(report.iterations < 1000, "{format:?}: {} iterations", report.iterations);
+        assert!(matches!(report.warnings[0], CgWarning::ToleranceBelowPrecision { .. }), "{:?}", report.warnings);
+        let rel = true_relative_residual(&a, &x, &b);
+        let limit = PRECISION_LIMIT_FACTOR * report.precision_floor;
+        assert!(rel <= limit, "{format:?}: {rel:e} above the precision limit {limit:e}");
+    }
+}
+
+/// f32 with the default rtol 1e-8: warned before the solve, and stopped at the precision of
+/// f32, not reported as a breakdown.
+#[test]
+fn single_precision_below_its_precision_is_flagged() {
+    let Some(ctx) = gpu("single_precision_below_its_precision_is_flagged") else { return };
+    let a = gen::laplacian_2d::<f32>(30);
+    let b = rhs_of_ones(&a);
+    let (res, _) = gpu_solve(ctx, &a, &b, &CgParams::default(), Format::Ell);
+    let report = match res {
+        Err(CgError::NoConvergence { report }) => report,
+        other => panic!("expected no convergence at the precision of f32, got {other:?}"),
+    };
+    assert!(matches!(report.stop_reason, StopReason::PrecisionLimit | StopReason::Stagnated), "{report:?}");
+    match &report.warnings[0] {
+        CgWarning::ToleranceBelowPrecision { requested, floor, scalar } => {
+            assert_eq!((*requested, *scalar), (1e-8, "f32"));
+            assert!((*floor - 30.0 * f64::from(f32::EPSILON)).abs() < 1e-12);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(report.relative_residual < 1e-4);
+}
+
+/// A finite b whose squares overflow f64 (entries near 1e154 and above) is solved, not
+/// refused as non-finite; so is a tiny one whose squares underflow.
+#[test]
+fn huge_and_tiny_right_hand_sides_are_solved() {
+    let Some(ctx) = gpu("huge_and_tiny_right_hand_sides_are_solved") else { return };
+    let a = gen::laplacian_2d::<f64>(20);
+    for scale in [1e160, 1e-170] {
+        let b: Vec<f64> = rhs_of_ones(&a).iter().map(|v| v * scale).collect();
+        for format in [Format::Csr, Format::Ell] {
+            let (res, x) = gpu_solve(ctx, &a, &b, &CgParams::default(), format);
+            let report = res.unwrap_or_else(|e| panic!("{scale:e} {format:?}: {e}"));
+            assert!(matches!(report.warnings[..], [CgWarning::Equilibrated { .. }]), "{:?}", report.warnings);
+            assert!(report.b_norm.is_finite() && report.b_norm > 0.0);
+            assert!(report.relative_residual <= 1e-8, "{}", report.relative_residual);
+            let err = x.iter().map(|v| (v / scale - 1.0).abs()).fold(0.0, f64::max);
+            assert!(err < 1e-4, "{scale:e} {format:?}: x differs from {scale:e} * 1 by {err:e} (relative)");
+        }
+        // The device norm agrees with the host one.
+        let device = Device::new(ctx).unwrap();
+        let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+        let (gpu_norm, host_norm) = (device.norm(&d_b).unwrap(), Host.norm(&b).unwrap());
+        assert!((gpu_norm.value() / host_norm.value() - 1.0).abs() < 1e-14, "{gpu_norm:?} vs {host_norm:?}");
+        assert_eq!(gpu_norm.max_abs, host_norm.max_abs);
+    }
+}
+
+/// The report says which tolerance the true residual met.
+#[test]
+fn the_report_says_whether_rtol_or_atol_was_met() {
+    let Some(ctx) = gpu("the_report_says_whether_rtol_or_atol_was_met") else { return };
+    let a = gen::laplacian_2d::<f64>(20);
+    let b = rhs_of_ones(&a);
+    let params = CgParams { rtol: 1e-12, atol: 1e-3, ..CgParams::default() };
+    let report = gpu_solve(ctx, &a, &b, &params, Format::Csr).0.unwrap();
+    assert!(report.atol_met && !report.rtol_met, "{report:?}");
+    assert_eq!(report.tolerance_met(), "atol");
+    let report = gpu_solve(ctx, &a, &b, &CgParams::default(), Format::Csr).0.unwrap();
+    assert_eq!((report.rtol_met, report.atol_met), (true, false));
+}
+
+/// A length near the 32-bit limit: the grid-stride loops of `ptx/cg.cu` must not wrap
+/// (with a 32-bit index, lengths above 2^32 - 2^18 looped forever). Needs 3 x 16 GiB of
+/// device memory, so it is ignored by default:
+/// `cargo test --test cg_gpu -- --ignored lengths_near_the_32_bit_limit`.
+#[test]
+#[ignore = "needs 48 GiB of device memory"]
+fn lengths_near_the_32_bit_limit_terminate() {
+    let Some(ctx) = gpu("lengths_near_the_32_bit_limit_terminate") else { return };
+    let n = u32::MAX as usize;
+    let device = Device::new(ctx).unwrap();
+    let mut a = DeviceVector::<f32>::zeros(ctx, n).unwrap();
+    a.fill(1.0).unwrap();
+    let mut b = DeviceVector::<f32>::zeros(ctx, n).unwrap();
+    device.copy(&a, &mut b).unwrap();
+    // Exact in f64: a sum of 2^32 - 1 ones.
+    assert_eq!(device.dot(&a, &b).unwrap(), n as f64);
+    device.scale(2.0, &mut b).unwrap();
+    assert_eq!(device.norm(&b).unwrap().max_abs, 2.0);
+    // One more than the limit is refused before anything is launched.
+    let c = DeviceVector::<f32>::zeros(ctx, n + 1).unwrap();
+    let err = device.dot(&c, &c).unwrap_err();
+    assert!(matches!(&err, spgpu::Error::InvalidArgument(m) if m.contains("32-bit")), "{err}");
 }

@@ -6,17 +6,22 @@ use std::time::Duration;
 
 use cust::context::{Context as CudaContext, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
-use cust::event::{Event, EventFlags};
+use cust::event::EventFlags;
 use cust::function::Function;
 use cust::module::Module;
-use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 
-use super::ModuleId;
+use super::{Event, ModuleId, Stream};
+use crate::error::DriverError;
 use crate::{Error, Result};
 
 /// The environment variable that picks the CUDA device by ordinal (default 0).
 pub const DEVICE_ENV: &str = "SPGPU_DEVICE";
+
+/// The environment variable that, set to `0`, turns off stream-ordered allocation
+/// (`cuMemAllocAsync`) even where the device supports memory pools; spgpu then uses
+/// `cuMemAlloc` and a synchronized `cuMemFree` (see [`Context::memory_pools`]).
+pub const MEMORY_POOLS_ENV: &str = "SPGPU_MEMORY_POOLS";
 
 /// What spgpu knows about the device its context runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,15 +41,16 @@ pub struct DeviceInfo {
     pub total_memory: usize,
 }
 
-/// The CUDA context of spgpu: the device's primary context, one stream, and every PTX
-/// module, loaded once when the context is made.
+/// The CUDA context of spgpu: the device's primary context, one non-blocking stream, and
+/// every PTX module, loaded once when the context is made.
 ///
 /// There is one per process, made by [`Context::global`] on first use; device vectors and
-/// matrices keep a `&'static Context`. It can be used from any thread: every entry point
-/// makes the context current on the calling thread first. All of spgpu's work goes to its
-/// one [`stream`](Context::stream), in order; launches return without waiting for the GPU,
-/// and only copies to the host, [`synchronize`](Context::synchronize) and
-/// [`time`](Context::time) wait.
+/// matrices keep a `&'static Context`. It is `Send` and `Sync` and can be used from any
+/// number of threads at once: every entry point makes the context current on the calling
+/// thread first. All of spgpu's work goes to its one [`stream`](Context::stream), in the
+/// order the calls are made; launches return without waiting for the GPU, and only copies
+/// to the host, [`synchronize`](Context::synchronize) and [`time`](Context::time) wait.
+/// See [the threading model](super#threading-model).
 #[derive(Debug)]
 pub struct Context {
     // Field order is drop order; the context is never dropped in practice (it lives in a
@@ -52,6 +58,7 @@ pub struct Context {
     modules: Vec<Module>,
     stream: Stream,
     info: DeviceInfo,
+    memory_pools: bool,
     context: CudaContext,
 }
 
@@ -60,7 +67,7 @@ pub struct Context {
 #[derive(Debug)]
 enum InitFailure {
     NoDevice(String),
-    Cuda(String, cust::error::CudaError),
+    Cuda(String, DriverError),
     InvalidArgument(String),
 }
 
@@ -144,9 +151,24 @@ impl Context {
             sm_count: attr(DeviceAttribute::MultiprocessorCount, "multiprocessor count")?,
             total_memory: device.total_memory().map_err(|e| Error::cuda("reading the device memory size", e))?,
         };
-        // A blocking stream: it synchronizes with the legacy default stream, which cust's
-        // synchronous copies use, so an upload is always complete before a later launch reads it.
-        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(|e| Error::cuda("creating a stream", e))?;
+        // Non-blocking: it never waits for (or joins) the legacy default stream, which spgpu
+        // does not use (every copy is asynchronous on this stream) but other code may.
+        CurrentContext::set_current(&context).map_err(|e| Error::cuda("making the new context current", e))?;
+        let stream = Stream::non_blocking("the context's stream")?;
+        // Stream-ordered allocation (cuMemAllocAsync) where the device supports memory pools.
+        let mut pools = 0;
+        // SAFETY: cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice) with a valid
+        // out-pointer and the device opened above.
+        let rc = unsafe {
+            cust::sys::cuDeviceGetAttribute(
+                &mut pools,
+                cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                device.as_raw(),
+            )
+        };
+        DriverError::check(rc)
+            .map_err(|e| Error::cuda(format!("reading the memory-pool support of device {ordinal}"), e))?;
+        let memory_pools = pools != 0 && env::var(MEMORY_POOLS_ENV).map_or(true, |v| v.trim() != "0");
         let modules = ModuleId::ALL
             .iter()
             .map(|&id| {
@@ -154,7 +176,7 @@ impl Context {
                     .map_err(|e| Error::cuda(format!("loading PTX module {} (ptx/{}.cu)", id.stem(), id.stem()), e))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Context { modules, stream, info, context })
+        Ok(Context { modules, stream, info, memory_pools, context })
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
@@ -178,10 +200,19 @@ impl Context {
         self.info.warp_size
     }
 
-    /// The stream all of spgpu's copies and launches go to. Other code (cuSPARSE, extra
-    /// kernels) that shares data with spgpu should use it too, to stay ordered.
+    /// The stream all of spgpu's copies, launches, allocations and frees go to: a
+    /// non-blocking stream ([`Stream`]). Other code (cuSPARSE, extra kernels) that shares
+    /// data with spgpu should use it too, to stay ordered; work on another stream must be
+    /// ordered with it by the caller (an event, or a synchronization).
     pub fn stream(&self) -> &Stream {
         &self.stream
+    }
+
+    /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the
+    /// device supports memory pools and `SPGPU_MEMORY_POOLS` is not `0`) rather than with
+    /// `cuMemAlloc`.
+    pub fn memory_pools(&self) -> bool {
+        self.memory_pools
     }
 
     /// The cust context (the device's primary context).
@@ -209,7 +240,7 @@ impl Context {
     /// here).
     pub fn synchronize(&self) -> Result<()> {
         self.make_current()?;
-        self.stream.synchronize().map_err(|e| Error::cuda("synchronizing the stream", e))
+        self.stream.synchronize()
     }
 
     /// Times the GPU work that `work` queues on the stream, with CUDA events recorded before
@@ -237,13 +268,12 @@ impl Context {
         F: FnOnce() -> Result<()>,
     {
         self.make_current()?;
-        let event = || Event::new(EventFlags::DEFAULT).map_err(|e| Error::cuda("creating a CUDA event", e));
-        let (start, stop) = (event()?, event()?);
-        start.record(&self.stream).map_err(|e| Error::cuda("recording a CUDA event", e))?;
+        let (start, stop) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
+        start.record(&self.stream)?;
         work()?;
-        stop.record(&self.stream).map_err(|e| Error::cuda("recording a CUDA event", e))?;
-        stop.synchronize().map_err(|e| Error::cuda("waiting for a CUDA event", e))?;
-        let ms = stop.elapsed_time_f32(&start).map_err(|e| Error::cuda("reading a CUDA event time", e))?;
+        stop.record(&self.stream)?;
+        stop.synchronize()?;
+        let ms = stop.elapsed_time_f32(&start)?;
         Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 }

@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use cust::memory::{DeviceBuffer, DevicePointer};
-use cust::stream::Stream;
+use cust::memory::DevicePointer;
 
 use super::balance::RowBlocks;
+use super::memory::DeviceMemory;
 use super::sell::SellMatrix;
+use super::Stream;
 use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar};
@@ -49,9 +50,9 @@ pub struct DeviceCsr<T: Scalar> {
 /// instead of the CSR ones.
 enum Storage<T: Scalar> {
     Csr {
-        row_offsets: DeviceBuffer<u32>,
-        col_indices: Option<DeviceBuffer<u32>>,
-        values: Option<DeviceBuffer<T>>,
+        row_offsets: DeviceMemory<u32>,
+        col_indices: Option<DeviceMemory<u32>>,
+        values: Option<DeviceMemory<T>>,
         balanced: Option<Balanced>,
     },
     Ell(Box<DeviceEll<T>>),
@@ -64,33 +65,32 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) nslices: usize,
     pub(crate) nchunks: usize,
     pub(crate) nlong: usize,
-    pub(crate) slice_ptr: DeviceBuffer<u32>,
-    pub(crate) perm: Option<DeviceBuffer<u32>>,
-    pub(crate) cols: Option<DeviceBuffer<u32>>,
-    pub(crate) vals: Option<DeviceBuffer<T>>,
-    pub(crate) chunk_entry: DeviceBuffer<u32>,
-    pub(crate) long_cols: Option<DeviceBuffer<u32>>,
-    pub(crate) long_vals: Option<DeviceBuffer<T>>,
-    pub(crate) long_rows: Option<DeviceBuffer<u32>>,
+    pub(crate) slice_ptr: DeviceMemory<u32>,
+    pub(crate) perm: Option<DeviceMemory<u32>>,
+    pub(crate) cols: Option<DeviceMemory<u32>>,
+    pub(crate) vals: Option<DeviceMemory<T>>,
+    pub(crate) chunk_entry: DeviceMemory<u32>,
+    pub(crate) long_cols: Option<DeviceMemory<u32>>,
+    pub(crate) long_vals: Option<DeviceMemory<T>>,
+    pub(crate) long_rows: Option<DeviceMemory<u32>>,
     /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
-    pub(crate) partials: Option<DeviceBuffer<f64>>,
+    pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
     nrows: usize,
     ncols: usize,
+    slots: usize,
+    nlong_entries: usize,
 }
 
 impl<T: Scalar> DeviceSell<T> {
-    fn upload(s: &SellMatrix<T>, ncols: usize) -> Result<Self> {
+    fn upload(ctx: &'static Context, s: &SellMatrix<T>, ncols: usize) -> Result<Self> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let partials = if s.nchunks() == 0 {
             None
         } else {
-            // SAFETY: the kernel writes partials[c] for every chunk c before the fix-up kernel,
-            // queued after it on the same stream, reads exactly those slots.
-            Some(
-                unsafe { DeviceBuffer::uninitialized(s.nchunks()) }
-                    .map_err(|e| Error::cuda("allocating the SELL kernel's chunk sums", e))?,
-            )
+            // the kernel writes partials[c] for every chunk c before the fix-up kernel, queued
+            // after it on the same stream, reads exactly those slots
+            Some(DeviceMemory::zeroed(ctx, s.nchunks(), "the SELL kernel's chunk sums")?)
         };
         Ok(DeviceSell {
             nsorted: s.nsorted,
@@ -109,12 +109,14 @@ impl<T: Scalar> DeviceSell<T> {
             bytes: s.device_bytes(),
             nrows: s.nrows,
             ncols,
+            slots: s.cols.len(),
+            nlong_entries: s.long_cols.len(),
         })
     }
 
     fn download(&self) -> Result<CsrMatrix<T>> {
-        let slots = self.cols.as_ref().map_or(0, |c| c.len());
-        let nlong_entries = self.long_cols.as_ref().map_or(0, |c| c.len());
+        let slots = self.slots;
+        let nlong_entries = self.nlong_entries;
         let flat = download(self.long_rows.as_ref(), 3 * self.nlong, "SELL long rows")?;
         let s = SellMatrix {
             nrows: self.nrows,
@@ -138,17 +140,17 @@ pub(crate) struct Balanced {
     pub(crate) nblocks: usize,
     /// Long rows (chunked over several blocks), each `[row, first block, chunks]`.
     pub(crate) nlong: usize,
-    pub(crate) block_row: DeviceBuffer<u32>,
-    pub(crate) block_entry: DeviceBuffer<u32>,
-    pub(crate) long_rows: Option<DeviceBuffer<u32>>,
+    pub(crate) block_row: DeviceMemory<u32>,
+    pub(crate) block_entry: DeviceMemory<u32>,
+    pub(crate) long_rows: Option<DeviceMemory<u32>>,
     /// One `f64` per block when there are long rows: the chunk sums of one call, written by the
     /// main kernel and read by the fix-up kernel that follows it on the same stream.
-    pub(crate) partials: Option<DeviceBuffer<f64>>,
+    pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
 }
 
 impl Balanced {
-    fn upload(blocks: &RowBlocks) -> Result<Balanced> {
+    fn upload(ctx: &'static Context, blocks: &RowBlocks) -> Result<Balanced> {
         let flat: Vec<u32> = blocks.long_rows.iter().flatten().copied().collect();
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = upload(&blocks.block_entry, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
@@ -156,12 +158,9 @@ impl Balanced {
         let partials = if blocks.scratch_len() == 0 {
             None
         } else {
-            // SAFETY: the main kernel writes partials[b] for every chunk block b before the
-            // fix-up kernel, queued after it on the same stream, reads exactly those slots.
-            Some(
-                unsafe { DeviceBuffer::uninitialized(blocks.scratch_len()) }
-                    .map_err(|e| Error::cuda("allocating the balanced kernel's chunk sums", e))?,
-            )
+            // the main kernel writes partials[b] for every chunk block b before the fix-up kernel,
+            // queued after it on the same stream, reads exactly those slots
+            Some(DeviceMemory::zeroed(ctx, blocks.scratch_len(), "the balanced kernel's chunk sums")?)
         };
         Ok(Balanced {
             nblocks: blocks.nblocks(),
@@ -222,12 +221,12 @@ impl<T: Scalar> DeviceCsr<T> {
         ctx.make_current()?;
         let storage = match (ell, sell) {
             (Some(ell), _) => Storage::Ell(Box::new(DeviceEll::upload(ctx, &ell)?)),
-            (_, Some(sell)) => Storage::Sell(Box::new(DeviceSell::upload(&sell, a.ncols())?)),
+            (_, Some(sell)) => Storage::Sell(Box::new(DeviceSell::upload(ctx, &sell, a.ncols())?)),
             _ => Storage::Csr {
                 row_offsets: upload(a.row_offsets(), "CSR row offsets")?.expect("nrows + 1 >= 1 offsets"),
                 col_indices: upload(a.col_indices(), "CSR column indices")?,
                 values: upload(a.values(), "CSR values")?,
-                balanced: blocks.as_ref().map(Balanced::upload).transpose()?,
+                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b)).transpose()?,
             },
         };
         Ok(DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing })
@@ -303,7 +302,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 if balanced.is_none() {
                     self.ctx.synchronize()?;
                     let offsets = download(Some(&*row_offsets), self.nrows + 1, "CSR row offsets")?;
-                    *balanced = Some(Balanced::upload(&RowBlocks::new(&offsets))?);
+                    *balanced = Some(Balanced::upload(self.ctx, &RowBlocks::new(&offsets))?);
                 }
             }
             (Storage::Csr { .. }, _) => {}
@@ -447,12 +446,5 @@ impl<T: Scalar> std::fmt::Debug for DeviceCsr<T> {
             .field("nnz", &self.nnz)
             .field("kernel", &self.plan.kernel())
             .finish()
-    }
-}
-
-impl<T: Scalar> Drop for DeviceCsr<T> {
-    fn drop(&mut self) {
-        // cuMemFree needs the context current on this thread (see DeviceVector's Drop).
-        let _ = self.ctx.make_current();
     }
 }

@@ -1,7 +1,8 @@
 //! ELLPACK matrices in device memory.
 
-use cust::memory::{DeviceBuffer, DevicePointer};
+use cust::memory::DevicePointer;
 
+use super::memory::DeviceMemory;
 use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceVector, SpmvPlan};
 use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
@@ -33,8 +34,8 @@ pub struct DeviceEll<T: Scalar> {
     ncols: usize,
     nnz: usize,
     width: usize,
-    col_indices: Option<DeviceBuffer<u32>>,
-    values: Option<DeviceBuffer<T>>,
+    col_indices: Option<DeviceMemory<u32>>,
+    values: Option<DeviceMemory<T>>,
     stats: RowStats,
     plan: SpmvPlan,
 }
@@ -48,7 +49,6 @@ impl<T: Scalar> DeviceEll<T> {
     pub fn upload(ctx: &'static Context, a: &EllMatrix<T>) -> Result<Self> {
         let stats = RowStats::from_lengths((0..a.nrows()).map(|i| a.row(i).count()), a.ncols());
         let plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
-        ctx.make_current()?;
         let col_indices = upload(a.col_indices(), "ELL column indices")?;
         let values = upload(a.values(), "ELL values")?;
         Ok(DeviceEll {
@@ -128,7 +128,6 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// [`Error::Cuda`] when a copy fails or earlier asynchronous work failed.
     pub fn download(&self) -> Result<EllMatrix<T>> {
-        self.ctx.synchronize()?;
         let slots = self.width * self.nrows;
         let cols = download(self.col_indices.as_ref(), slots, "ELL column indices")?;
         let vals = download(self.values.as_ref(), slots, "ELL values")?;
@@ -174,12 +173,5 @@ impl<T: Scalar> std::fmt::Debug for DeviceEll<T> {
             .field("nnz", &self.nnz)
             .field("width", &self.width)
             .finish()
-    }
-}
-
-impl<T: Scalar> Drop for DeviceEll<T> {
-    fn drop(&mut self) {
-        // cuMemFree needs the context current on this thread (see DeviceVector's Drop).
-        let _ = self.ctx.make_current();
     }
 }

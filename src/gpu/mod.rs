@@ -1,8 +1,8 @@
 //! The GPU side of spgpu: a [`Context`], device vectors and matrices, the SpMV kernels and
 //! the plan that picks one.
 //!
-//! - [`Context`] owns the CUDA context (the device's primary context), one stream and every
-//!   loaded PTX module. [`Context::global`] makes it once per process, on the device named by
+//! - [`Context`] owns the CUDA context (the device's primary context), one non-blocking
+//!   [`Stream`] and every loaded PTX module. [`Context::global`] makes it once per process, on the device named by
 //!   `SPGPU_DEVICE` (default 0), and returns [`Error::NoDevice`](crate::Error::NoDevice)
 //!   when there is no GPU.
 //! - [`DeviceVector`] holds a dense vector; [`DeviceCsr`] and [`DeviceEll`] hold matrices and
@@ -14,6 +14,52 @@
 //! - [`SpmvPlan`] is the one place where a CSR kernel is chosen from the row statistics
 //!   (see its docs for the rule); it can be built without a GPU and [`SpmvPlan::explain`]s
 //!   its choice.
+//!
+//! # Threading model
+//!
+//! Every GPU type of spgpu can be used from many threads at once: rayon pools, web
+//! servers and test harnesses need no lock of their own.
+//!
+//! | type | `Send` | `Sync` | notes |
+//! |---|---|---|---|
+//! | [`Context`] | yes | yes | one per process ([`Context::global`]), shared by reference |
+//! | [`Stream`] | yes | yes | the driver orders work from all threads in call order |
+//! | [`DeviceVector`], [`DeviceCsr`], [`DeviceEll`] | yes | yes | `&self` methods (SpMV, downloads) from any number of threads; `&mut self` ones (fills, uploads into) need exclusive access, as Rust enforces |
+//! | [`Device`](crate::solver::Device) (the CG backend) | yes | yes | any number of solves at once, each with its own vectors |
+//! | [`DeviceState`](crate::solver::DeviceState) | yes | yes | one solve's scalars; a solve borrows it mutably |
+//! | [`DeviceRecording`](crate::solver::DeviceRecording) | yes | no | a CUDA graph, launched by one thread at a time |
+//!
+//! What may run concurrently: everything. Uploads, downloads, SpMV, CG solves with and
+//! without CUDA graphs, and drops of vectors and matrices may race freely across threads.
+//! How spgpu makes that safe:
+//!
+//! - All of spgpu's work (allocations, copies, launches, frees) goes to the context's one
+//!   stream, which is **non-blocking**: spgpu never uses the legacy default stream, so
+//!   other code's use of it neither waits for spgpu nor breaks a CUDA graph capture.
+//!   Copies to and from the host are asynchronous copies on that stream followed by a
+//!   wait; memory is allocated and freed stream-ordered (`cuMemAllocAsync`,
+//!   `cuMemFreeAsync`), so a drop never synchronizes the device and never frees memory
+//!   that queued work still uses.
+//! - CG batches are recorded as CUDA graphs on a private non-blocking stream per
+//!   [`Device`](crate::solver::Device), in `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` (other
+//!   threads' calls do not affect the capture), while a process-wide lock keeps spgpu's
+//!   allocations, frees and copies waiting (a capture takes well under a millisecond).
+//! - A recording remembers the allocations it uses and refuses to replay once any of them
+//!   was freed ([`Backend::replay`](crate::solver::Backend::replay)).
+//!
+//! Work from different threads is ordered on the one stream in the order the calls are
+//! made, so results never depend on the interleaving; a thread that only reads what it
+//! wrote itself needs no synchronization of its own. One thing is not safe while other
+//! threads use spgpu: capturing [`Context::stream`] into a CUDA graph yourself (a capture
+//! takes in whatever any thread queues on the stream); capture a stream of your own. And
+//! a device-wide synchronization (`cuCtxSynchronize`, `cudaDeviceSynchronize`) by other
+//! code while spgpu records a graph can invalidate the recording: the solver then goes on
+//! launching step by step and says so in its report
+//! ([`CgWarning::GraphRecordingFailed`](crate::solver::CgWarning::GraphRecordingFailed)).
+//!
+//! Errors keep the driver's code ([`Error::Cuda`](crate::Error::Cuda) with a
+//! [`DriverError`](crate::error::DriverError)), and say when a stream capture was
+//! invalidated.
 //!
 //! # Example
 //!
@@ -36,12 +82,14 @@ mod context;
 pub(crate) mod csr;
 mod ell;
 pub(crate) mod kernels;
+pub(crate) mod memory;
 mod module;
 mod plan;
 pub mod sell;
+pub(crate) mod stream;
 mod vector;
 
-pub use context::{Context, DeviceInfo, DEVICE_ENV};
+pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV};
 pub use csr::DeviceCsr;
 pub use ell::DeviceEll;
 #[doc(hidden)]
@@ -49,4 +97,5 @@ pub use kernels::all_kernel_names;
 pub use kernels::{kernel_name, GpuKernel};
 pub use module::ModuleId;
 pub use plan::{KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
+pub use stream::{Event, Stream};
 pub use vector::DeviceVector;

@@ -1,7 +1,8 @@
 //! Dense vectors in device memory.
 
-use cust::memory::{CopyDestination, DeviceBuffer, DevicePointer};
+use cust::memory::{DeviceCopy, DevicePointer};
 
+use super::memory::DeviceMemory;
 use super::{kernels, Context};
 use crate::{Error, Result, Scalar};
 
@@ -11,6 +12,11 @@ use crate::{Error, Result, Scalar};
 /// ([`zeros`](DeviceVector::zeros)); read back with [`to_vec`](DeviceVector::to_vec) or
 /// [`copy_to`](DeviceVector::copy_to). An empty vector holds no device memory (CUDA cannot
 /// allocate zero bytes) and its [`as_device_ptr`](DeviceVector::as_device_ptr) is null.
+///
+/// It is `Send` and `Sync` (see [the threading model](super#threading-model)): it can be
+/// moved to, dropped on, and read from any thread. Its memory is allocated and freed in
+/// order on the context's stream, so dropping it never waits for the GPU and never frees
+/// memory that queued work still uses.
 ///
 /// # Example
 ///
@@ -24,48 +30,32 @@ use crate::{Error, Result, Scalar};
 /// ```
 pub struct DeviceVector<T: Scalar> {
     ctx: &'static Context,
-    buf: Option<DeviceBuffer<T>>,
+    buf: Option<DeviceMemory<T>>,
     len: usize,
 }
 
 impl<T: Scalar> DeviceVector<T> {
-    /// Uploads a host slice.
+    /// Uploads a host slice; the copy is complete when this returns.
     ///
     /// # Errors
     ///
     /// [`Error::Cuda`] when allocation or the copy fails (for example out of memory).
     pub fn from_slice(ctx: &'static Context, data: &[T]) -> Result<Self> {
-        ctx.make_current()?;
-        let buf = if data.is_empty() {
-            None
-        } else {
-            Some(
-                DeviceBuffer::from_slice(data)
-                    .map_err(|e| Error::cuda(format!("uploading a vector of {} {} values", data.len(), T::NAME), e))?,
-            )
-        };
+        let what = format!("a vector of {} {} values", data.len(), T::NAME);
+        let buf = if data.is_empty() { None } else { Some(DeviceMemory::from_slice(ctx, data, &what)?) };
         Ok(DeviceVector { ctx, buf, len: data.len() })
     }
 
-    /// A vector of `len` zeros.
+    /// A vector of `len` zeros (a memset queued on the context's stream; no wait).
     ///
     /// # Errors
     ///
     /// [`Error::Cuda`] when allocation fails.
     pub fn zeros(ctx: &'static Context, len: usize) -> Result<Self> {
-        ctx.make_current()?;
-        let buf = if len == 0 {
-            None
-        } else {
-            // SAFETY: the buffer is uninitialized only until the fill kernel below, queued on
-            // the context's stream before anything else can use the vector, writes every element.
-            let buf = unsafe { DeviceBuffer::uninitialized(len) }
-                .map_err(|e| Error::cuda(format!("allocating a vector of {len} {} values", T::NAME), e))?;
-            Some(buf)
-        };
-        let mut v = DeviceVector { ctx, buf, len };
-        v.fill(T::ZERO)?;
-        Ok(v)
+        let what = format!("a vector of {len} {} values", T::NAME);
+        // All-zero bytes are 0.0 in f32 and f64.
+        let buf = if len == 0 { None } else { Some(DeviceMemory::zeroed(ctx, len, &what)?) };
+        Ok(DeviceVector { ctx, buf, len })
     }
 
     /// Sets every element to `value`, with a kernel on the context's stream (no wait).
@@ -93,7 +83,8 @@ impl<T: Scalar> DeviceVector<T> {
         self.ctx
     }
 
-    /// Copies the vector to a new host `Vec`, after all work queued on the stream is done.
+    /// Copies the vector to a new host `Vec`, after all work queued on the context's
+    /// stream before it is done.
     ///
     /// # Errors
     ///
@@ -104,7 +95,8 @@ impl<T: Scalar> DeviceVector<T> {
         Ok(out)
     }
 
-    /// Copies the vector into `dst`, after all work queued on the stream is done.
+    /// Copies the vector into `dst`, after all work queued on the context's stream before
+    /// it is done (an asynchronous copy on that stream, then a wait).
     ///
     /// # Errors
     ///
@@ -112,14 +104,14 @@ impl<T: Scalar> DeviceVector<T> {
     /// copy fails or earlier asynchronous work failed.
     pub fn copy_to(&self, dst: &mut [T]) -> Result<()> {
         check_len("DeviceVector::copy_to: length of the destination", self.len, dst.len())?;
-        self.ctx.synchronize()?;
-        if let Some(buf) = &self.buf {
-            buf.copy_to(dst).map_err(|e| Error::cuda(format!("downloading a vector of {} values", self.len), e))?;
+        match &self.buf {
+            Some(buf) => buf.copy_to_host(dst, &format!("a vector of {} values", self.len)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Overwrites the vector with `src`, after all work queued on the stream is done.
+    /// Overwrites the vector with `src`, in order after the work queued before on the
+    /// context's stream; the copy is complete when this returns.
     ///
     /// # Errors
     ///
@@ -127,33 +119,40 @@ impl<T: Scalar> DeviceVector<T> {
     /// copy fails.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
         check_len("DeviceVector::copy_from: length of the source", self.len, src.len())?;
-        self.ctx.synchronize()?;
-        if let Some(buf) = &mut self.buf {
-            buf.copy_from(src).map_err(|e| Error::cuda(format!("uploading a vector of {} values", self.len), e))?;
+        let len = self.len;
+        match &mut self.buf {
+            Some(buf) => buf.copy_from_host(src, &format!("a vector of {len} values")),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// `self = src` on the device, queued on the context's stream (no wait).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when the lengths differ; [`Error::Cuda`] when the copy
+    /// cannot be queued.
+    pub fn copy_from_device(&mut self, src: &DeviceVector<T>) -> Result<()> {
+        check_len("DeviceVector::copy_from_device: length of the source", self.len, src.len)?;
+        let len = self.len;
+        match (&mut self.buf, &src.buf) {
+            (Some(dst), Some(src)) => dst.copy_from_device(src, &format!("a vector of {len} values")),
+            _ => Ok(()),
+        }
     }
 
     /// The device address of the first element, for passing to other CUDA code (a kernel of
     /// your own, cuSPARSE through FFI); null for an empty vector. The memory stays valid
     /// while `self` lives. Work on it should go to [`Context::stream`] to stay ordered with
-    /// spgpu's.
+    /// spgpu's (the memory is allocated, written and freed in order on that stream).
     pub fn as_device_ptr(&self) -> DevicePointer<T> {
-        self.buf.as_ref().map_or_else(DevicePointer::null, |b| b.as_device_ptr())
+        ptr_of(self.buf.as_ref())
     }
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceVector<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceVector").field("scalar", &T::NAME).field("len", &self.len).finish()
-    }
-}
-
-impl<T: Scalar> Drop for DeviceVector<T> {
-    fn drop(&mut self) {
-        // cuMemFree needs the context current on this thread; a failure here cannot be
-        // reported, and the memory is then released with the context.
-        let _ = self.ctx.make_current();
     }
 }
 
@@ -166,29 +165,33 @@ pub(crate) fn check_len(op: &'static str, expected: usize, found: usize) -> Resu
     }
 }
 
-/// Uploads a host slice into an optional buffer (none when empty).
-pub(crate) fn upload<U: cust::memory::DeviceCopy>(data: &[U], what: &str) -> Result<Option<DeviceBuffer<U>>> {
+/// Uploads a host slice into an optional buffer (none when empty), on the process-wide
+/// context's stream; complete when this returns. This is the one upload path of spgpu's
+/// device matrices and vectors (asynchronous copy on the context's stream, then a wait;
+/// never the legacy default stream).
+pub(crate) fn upload<U: DeviceCopy>(data: &[U], what: &str) -> Result<Option<DeviceMemory<U>>> {
     if data.is_empty() {
         Ok(None)
     } else {
-        DeviceBuffer::from_slice(data).map(Some).map_err(|e| Error::cuda(format!("uploading {what}"), e))
+        DeviceMemory::from_slice(Context::global()?, data, what).map(Some)
     }
 }
 
-/// Downloads an optional buffer (none meaning empty) into a `Vec`.
-pub(crate) fn download<U: cust::memory::DeviceCopy + Default + Clone>(
-    buf: Option<&DeviceBuffer<U>>,
+/// Downloads an optional buffer (none meaning empty) into a `Vec` of `len` elements, after
+/// the work queued before on the context's stream.
+pub(crate) fn download<U: DeviceCopy + Default + Clone>(
+    buf: Option<&DeviceMemory<U>>,
     len: usize,
     what: &str,
 ) -> Result<Vec<U>> {
     let mut out = vec![U::default(); len];
     if let Some(b) = buf {
-        b.copy_to(&mut out[..]).map_err(|e| Error::cuda(format!("downloading {what}"), e))?;
+        b.copy_to_host(&mut out, what)?;
     }
     Ok(out)
 }
 
 /// The device pointer of an optional buffer, null when none.
-pub(crate) fn ptr_of<U: cust::memory::DeviceCopy>(buf: Option<&DeviceBuffer<U>>) -> DevicePointer<U> {
-    buf.map_or_else(DevicePointer::null, |b| b.as_device_ptr())
+pub(crate) fn ptr_of<U: DeviceCopy>(buf: Option<&DeviceMemory<U>>) -> DevicePointer<U> {
+    buf.map_or_else(DevicePointer::null, DeviceMemory::as_device_ptr)
 }

@@ -12,7 +12,9 @@ pub enum Status {
     Running,
     /// The recurrence residual met the tolerance.
     Converged,
-    /// `p'Ap <= 0`: the operator (or the preconditioner) is not positive definite.
+    /// `p'Ap <= 0`: the operator (or the preconditioner) is not positive definite, or
+    /// `p'Ap` underflowed or rounded below zero at machine precision (the solver tells the
+    /// two apart by the true residual, see [`StopReason::PrecisionLimit`](super::StopReason::PrecisionLimit)).
     Breakdown,
     /// A NaN or an infinity appeared in `p'Ap`, `r'r` or `r'z`.
     NonFinite,
@@ -28,6 +30,41 @@ impl Status {
             2 => Status::Breakdown,
             _ => Status::NonFinite,
         }
+    }
+}
+
+/// `||v||` as a scaled sum of squares, computed without overflow or underflow: `||v|| =
+/// max_abs * sqrt(ssq)`, where `max_abs` is the largest `|v_i|` and `ssq` the sum of
+/// `(v_i / max_abs)^2` (between 1 and `n` for a nonzero `v`; the LAPACK `dnrm2` recurrence).
+///
+/// # Example
+///
+/// ```
+/// use spgpu::solver::{Backend, Host};
+/// // Squaring 1e200 overflows f64; the scaled sum does not.
+/// let n = Backend::<f64>::norm(&Host, &vec![1e200, 1e200])?;
+/// assert_eq!(n.max_abs, 1e200);
+/// assert!((n.value() / 1e200 - 2f64.sqrt()).abs() < 1e-15);
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScaledNorm {
+    /// `max |v_i|` (0 for a zero or empty vector; infinite when `v` has an infinity).
+    pub max_abs: f64,
+    /// `sum (v_i / max_abs)^2` (0 for a zero vector; NaN when `v` has a NaN).
+    pub ssq: f64,
+}
+
+impl ScaledNorm {
+    /// `||v||`; infinite only when `v` has an infinity or `||v||` exceeds `f64::MAX`, NaN
+    /// when `v` has a NaN.
+    pub fn value(&self) -> f64 {
+        self.max_abs * self.ssq.sqrt()
+    }
+
+    /// Whether every entry of `v` is finite.
+    pub fn entries_finite(&self) -> bool {
+        self.max_abs.is_finite() && self.ssq.is_finite()
     }
 }
 
@@ -77,6 +114,10 @@ impl<V> Copy for PrecondForm<'_, V> {}
 /// checkpoints and still stop at the exact iteration where the tolerance was met.
 ///
 /// Reductions are deterministic: a run repeats bit for bit on the same backend.
+///
+/// The device backend's types are `Send` and `Sync` (see
+/// [the threading model](crate::gpu#threading-model)); each solve uses its own state and
+/// vectors.
 ///
 /// The iteration, with `z = M^-1 r`:
 ///
@@ -139,6 +180,21 @@ pub trait Backend<T: Scalar> {
     ///
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when lengths differ.
     fn dot(&self, a: &Self::Vector, b: &Self::Vector) -> Result<f64>;
+
+    /// `||v||` as a [`ScaledNorm`], which never overflows for finite `v`, in a fixed order,
+    /// returned to the host (synchronizes).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn norm(&self, v: &Self::Vector) -> Result<ScaledNorm>;
+
+    /// `v *= alpha` (`alpha` rounded to `T`; the solver passes exact powers of two).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures.
+    fn scale(&self, alpha: f64, v: &mut Self::Vector) -> Result<()>;
 
     /// Fresh state for vectors of length `n`, keeping up to `history` residual norms.
     ///
@@ -232,40 +288,40 @@ pub trait Backend<T: Scalar> {
         precond: PrecondForm<'_, Self::Vector>,
     ) -> Result<()>;
 
-    /// Starts recording the steps enqueued from now on instead of running them, when the
-    /// backend can record every step of an iteration with this matrix and preconditioner;
-    /// returns `false` (having done nothing) otherwise. The default returns `false`.
+    /// Records the steps that `steps` enqueues (called once, with the state) instead of
+    /// running them, when the backend can record every step of an iteration with this
+    /// matrix and preconditioner (as a CUDA graph on the device); returns `Ok(None)`
+    /// without calling `steps` otherwise. The default returns `Ok(None)`. Nothing that was
+    /// recorded has run when this returns; [`Backend::replay`] runs it.
     ///
     /// # Errors
     ///
-    /// Backend failures.
-    fn begin_recording(
+    /// The error of `steps`, as it returned it; or a backend failure of the recording
+    /// itself (for example a CUDA stream-capture error, which
+    /// [`Error::is_capture_invalidated`](crate::Error::is_capture_invalidated) tells
+    /// apart). Either way nothing ran, and the state is as before.
+    fn record(
         &self,
         state: &mut Self::State,
         matrix: Option<DeviceMatrix<'_, T>>,
         precond: PrecondForm<'_, Self::Vector>,
-    ) -> Result<bool> {
-        let _ = (state, matrix, precond);
-        Ok(false)
+        steps: &mut dyn FnMut(&mut Self::State) -> Result<()>,
+    ) -> Result<Option<Self::Recording>> {
+        let _ = (state, matrix, precond, steps);
+        Ok(None)
     }
 
-    /// Ends a recording begun by [`Backend::begin_recording`]; the steps recorded have not
-    /// run. The recording stays valid while the vectors and the state it used live.
+    /// Enqueues a recording made by [`Backend::record`] with this state.
+    ///
+    /// It is safe whatever happened since: the device backend refuses (nothing is queued)
+    /// when the recording was made with another state, or when any vector, matrix or state
+    /// it uses has been dropped since it was made; otherwise the graph is queued before any
+    /// later free of that memory.
     ///
     /// # Errors
     ///
-    /// Backend failures (recording then ended all the same); the default, for backends
-    /// that never record, always fails.
-    fn end_recording(&self, state: &mut Self::State) -> Result<Self::Recording> {
-        let _ = state;
-        Err(crate::Error::InvalidArgument("this backend does not record iterations".into()))
-    }
-
-    /// Enqueues a recording made with this state's vectors.
-    ///
-    /// # Errors
-    ///
-    /// Backend failures; the default always fails.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) in the cases above, and
+    /// backend failures; the default always fails.
     fn replay(&self, state: &mut Self::State, recording: &Self::Recording) -> Result<()> {
         let _ = (state, recording);
         Err(crate::Error::InvalidArgument("this backend does not record iterations".into()))

@@ -1,15 +1,17 @@
 //! The device backend: CG on [`DeviceVector`]s, with the iteration's scalars in device
 //! memory and the kernels of `ptx/cg.cu`.
 
-use std::cell::Cell;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-use super::backend::{Backend, Checkpoint, PrecondForm, Status};
+use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::{DeviceMatrix, LinearOperator};
-use crate::gpu::kernels::blas::{self, CgGraph, CgKernels, Workspace};
+use crate::gpu::kernels::blas::{self, CgKernels, Workspace};
+use crate::gpu::memory;
+use crate::gpu::stream::{CaptureError, Graph, Stream};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvKernel};
 use crate::{Error, Result, Scalar};
-use cust::stream::{Stream, StreamFlags};
 
 /// The GPU backend: vectors are [`DeviceVector`]s, scalars live in a [`DeviceState`] in
 /// device memory, and every step is a kernel queued on the context's stream.
@@ -19,14 +21,10 @@ use cust::stream::{Stream, StreamFlags};
 /// run their own SpMV and a separate reduction), the fused update of `x`, `r` and the
 /// norms, and `p = z + beta p`. Reductions are deterministic: a run repeats bit for bit.
 ///
-/// It holds a small workspace for [`Backend::dot`], so it is not `Sync`.
-///
-/// **Known limitation: run GPU solves from one thread at a time.** On the H200, GPU solves
-/// from several threads at once (each with its own `Device`) ended with
-/// `CUDA_ERROR_UNKNOWN` in every thread in most runs, and once in a segmentation fault; the
-/// same solves one at a time pass, also under compute-sanitizer. The cause is not found yet
-/// (CUDA-graph capture on a per-`Device` stream is the main suspect). All of spgpu's work
-/// shares one stream, so serializing solves costs no GPU throughput.
+/// It is `Send` and `Sync`: any number of threads may solve at once, with one `Device`
+/// each or one shared by all (each solve has its own vectors and [`DeviceState`]). Batches
+/// of iterations are recorded as CUDA graphs on a private non-blocking stream, one
+/// recording at a time process-wide (see [the threading model](crate::gpu#threading-model)).
 ///
 /// # Example
 ///
@@ -44,10 +42,10 @@ use cust::stream::{Stream, StreamFlags};
 /// ```
 pub struct Device {
     ctx: &'static Context,
-    scratch: std::cell::RefCell<Workspace>,
+    /// The workspace of [`Backend::dot`] and [`Backend::norm`], one call at a time.
+    scratch: Mutex<Workspace>,
     /// A non-blocking stream on which batches of iterations are recorded as CUDA graphs.
     capture: Stream,
-    _not_sync: PhantomData<Cell<()>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -61,12 +59,13 @@ impl Device {
     ///
     /// # Errors
     ///
-    /// [`Error::Cuda`] when the small workspace cannot be allocated.
+    /// [`Error::Cuda`] when the small workspace or the capture stream cannot be made;
+    /// [`Error::InvalidArgument`] when the driver does not make the capture stream
+    /// non-blocking.
     pub fn new(ctx: &'static Context) -> Result<Self> {
         ctx.make_current()?;
-        let capture = Stream::new(StreamFlags::NON_BLOCKING, None)
-            .map_err(|e| Error::cuda("creating the CG capture stream", e))?;
-        Ok(Device { ctx, scratch: std::cell::RefCell::new(Workspace::new(ctx, 0)?), capture, _not_sync: PhantomData })
+        let capture = Stream::non_blocking("the CG capture stream")?;
+        Ok(Device { ctx, scratch: Mutex::new(Workspace::new(ctx, 0)?), capture })
     }
 
     /// A backend on the process-wide context ([`Context::global`]).
@@ -86,21 +85,44 @@ impl Device {
     /// Where the state's kernels go: the capture stream while recording, else the
     /// context's stream.
     fn stream<T: Scalar>(&self, s: &DeviceState<T>) -> &Stream {
-        if s.recording {
+        if s.recorded.is_some() {
             &self.capture
         } else {
             self.ctx.stream()
         }
     }
+
+    /// Runs `f` on the scratch workspace, then reads its slots.
+    fn with_scratch<T: Scalar>(
+        &self,
+        f: impl FnOnce(&CgKernels<'_>, &mut Workspace) -> Result<()>,
+    ) -> Result<[f64; blas::SLOTS]> {
+        let k = CgKernels::load::<T>(self.ctx)?;
+        let mut ws = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&k, &mut ws)?;
+        ws.read_slots()
+    }
 }
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // The capture stream is destroyed with the context current on this thread (the
+        // workspace frees itself); a failure cannot be reported here.
+        let _ = self.ctx.make_current();
+    }
+}
+
+static NEXT_STATE: AtomicU64 = AtomicU64::new(1);
 
 /// The iteration's scalars, reduction buffers and residual history in device memory, with
 /// the kernels of the element type looked up once.
 pub struct DeviceState<T: Scalar> {
-    ctx: &'static Context,
     ws: Workspace,
     kernels: CgKernels<'static>,
-    recording: bool,
+    /// While recording: the device addresses the recorded kernels use.
+    recorded: Option<Vec<u64>>,
+    /// Tells states apart, so a recording is replayed with its own state only.
+    id: u64,
     _t: PhantomData<T>,
 }
 
@@ -110,27 +132,35 @@ impl<T: Scalar> std::fmt::Debug for DeviceState<T> {
     }
 }
 
-impl Drop for Device {
-    fn drop(&mut self) {
-        // The stream and the workspace are released through the driver, which needs the
-        // context current on this thread; a failure cannot be reported here.
-        let _ = self.ctx.make_current();
+impl<T: Scalar> DeviceState<T> {
+    /// While recording, notes the device addresses the kernel about to be recorded uses.
+    fn uses(&mut self, addresses: &[u64]) {
+        if let Some(v) = &mut self.recorded {
+            v.extend(addresses.iter().copied().filter(|&a| a != 0));
+        }
     }
 }
 
-impl<T: Scalar> Drop for DeviceState<T> {
-    fn drop(&mut self) {
-        // As for Device: the workspace's buffers are freed with the context current.
-        let _ = self.ctx.make_current();
-    }
+/// A batch of CG iterations recorded as a CUDA graph ([`Backend::record`]), with the
+/// allocations it uses and the state it was made with, so that
+/// [`Backend::replay`] can refuse to run it over freed memory. `Send`, not `Sync`.
+pub struct DeviceRecording {
+    ctx: &'static Context,
+    graph: Graph,
+    state: u64,
+    allocations: Vec<(u64, u64)>,
 }
-
-/// A batch of CG iterations recorded as a CUDA graph ([`Backend::begin_recording`]).
-pub struct DeviceRecording(CgGraph);
 
 impl std::fmt::Debug for DeviceRecording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("DeviceRecording")
+        f.debug_struct("DeviceRecording").field("allocations", &self.allocations.len()).finish()
+    }
+}
+
+impl Drop for DeviceRecording {
+    fn drop(&mut self) {
+        // The graph is destroyed with the context current on this thread.
+        let _ = self.ctx.make_current();
     }
 }
 
@@ -146,6 +176,23 @@ fn dinv_of<'a, T: Scalar>(form: PrecondForm<'a, DeviceVector<T>>) -> Option<&'a 
     match form {
         PrecondForm::Diagonal(d) => Some(d),
         _ => None,
+    }
+}
+
+fn addr<T: Scalar>(v: &DeviceVector<T>) -> u64 {
+    v.as_device_ptr().as_raw()
+}
+
+fn addr_opt<T: Scalar>(v: Option<&DeviceVector<T>>) -> u64 {
+    v.map_or(0, addr)
+}
+
+/// Whether the device backend fuses (and can record) the SpMV of this matrix.
+fn fused<T: Scalar>(matrix: &Option<DeviceMatrix<'_, T>>) -> bool {
+    match matrix {
+        Some(DeviceMatrix::Csr(a)) => a.plan().kernel() == SpmvKernel::Scalar,
+        Some(DeviceMatrix::Ell(_)) => true,
+        _ => false,
     }
 }
 
@@ -178,23 +225,7 @@ impl<T: Scalar> Backend<T> for Device {
                 found: dst.len(),
             });
         }
-        if src.is_empty() {
-            return Ok(());
-        }
-        self.ctx.make_current()?;
-        use cust::memory::{AsyncCopyDestination, DeviceSlice};
-        // SAFETY: both pointers are live allocations of src.len() elements (non-empty, equal
-        // lengths checked above) owned by src and dst, which outlive the slices; dst is
-        // borrowed mutably, so the ranges do not overlap. The copy is queued on the context's
-        // stream, ordered with the kernels before and after it, and both vectors stay alive
-        // until the stream is synchronized (a vector's drop frees memory only after
-        // cuMemFree, which waits for the device).
-        unsafe {
-            let from = DeviceSlice::from_raw_parts(src.as_device_ptr(), src.len());
-            let mut to = DeviceSlice::from_raw_parts_mut(dst.as_device_ptr(), dst.len());
-            to.async_copy_from(&from, self.ctx.stream())
-        }
-        .map_err(|e| Error::cuda("copying a device vector", e))
+        dst.copy_from_device(src)
     }
 
     fn hadamard(&self, a: &DeviceVector<T>, b: &DeviceVector<T>, out: &mut DeviceVector<T>) -> Result<()> {
@@ -203,18 +234,26 @@ impl<T: Scalar> Backend<T> for Device {
     }
 
     fn dot(&self, a: &DeviceVector<T>, b: &DeviceVector<T>) -> Result<f64> {
+        let slots = self.with_scratch::<T>(|k, ws| blas::dot(self.ctx, self.ctx.stream(), k, ws, a, b))?;
+        Ok(slots[blas::SLOT_DOT])
+    }
+
+    fn norm(&self, v: &DeviceVector<T>) -> Result<ScaledNorm> {
+        let slots = self.with_scratch::<T>(|k, ws| blas::norm(self.ctx, self.ctx.stream(), k, ws, v))?;
+        Ok(ScaledNorm { max_abs: slots[blas::SLOT_NORM_SCALE], ssq: slots[blas::SLOT_NORM_SSQ] })
+    }
+
+    fn scale(&self, alpha: f64, v: &mut DeviceVector<T>) -> Result<()> {
         let k = CgKernels::load::<T>(self.ctx)?;
-        let mut ws = self.scratch.borrow_mut();
-        blas::dot(self.ctx, self.ctx.stream(), &k, &mut ws, a, b)?;
-        Ok(ws.read_slots(self.ctx)?[blas::SLOT_DOT])
+        blas::scale(self.ctx, self.ctx.stream(), &k, alpha, v)
     }
 
     fn new_state(&self, _n: usize, history: usize) -> Result<DeviceState<T>> {
         Ok(DeviceState {
-            ctx: self.ctx,
             ws: Workspace::new(self.ctx, history)?,
             kernels: CgKernels::load::<T>(self.ctx)?,
-            recording: false,
+            recorded: None,
+            id: NEXT_STATE.fetch_add(1, Ordering::Relaxed),
             _t: PhantomData,
         })
     }
@@ -229,10 +268,13 @@ impl<T: Scalar> Backend<T> for Device {
         p: &mut DeviceVector<T>,
     ) -> Result<()> {
         let z = matches!(precond, PrecondForm::General).then_some(z);
-        blas::start(self.ctx, self.stream(s), &s.kernels, &mut s.ws, tol2, r, z, dinv_of(precond), mode(precond), p)
+        let dinv = dinv_of(precond);
+        s.uses(&[addr(r), addr_opt(z), addr_opt(dinv), addr(p)]);
+        blas::start(self.ctx, self.stream(s), &s.kernels, &mut s.ws, tol2, r, z, dinv, mode(precond), p)
     }
 
     fn alpha_step(&self, s: &mut DeviceState<T>, p: &DeviceVector<T>, q: &DeviceVector<T>) -> Result<()> {
+        s.uses(&[addr(p), addr(q)]);
         blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)
     }
 
@@ -245,10 +287,13 @@ impl<T: Scalar> Backend<T> for Device {
     ) -> Result<bool> {
         match matrix {
             Some(DeviceMatrix::Csr(a)) if a.plan().kernel() == SpmvKernel::Scalar => {
+                let m = [a.row_offsets_ptr().as_raw(), a.col_indices_ptr().as_raw(), a.values_ptr().as_raw()];
+                s.uses(&[m[0], m[1], m[2], addr(p), addr(q)]);
                 blas::spmv_csr_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
                 Ok(true)
             }
             Some(DeviceMatrix::Ell(a)) => {
+                s.uses(&[a.col_indices_ptr().as_raw(), a.values_ptr().as_raw(), addr(p), addr(q)]);
                 blas::spmv_ell_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
                 Ok(true)
             }
@@ -265,10 +310,13 @@ impl<T: Scalar> Backend<T> for Device {
         q: &DeviceVector<T>,
         precond: PrecondForm<'_, DeviceVector<T>>,
     ) -> Result<()> {
-        blas::update(self.ctx, self.stream(s), &s.kernels, &mut s.ws, x, r, p, q, dinv_of(precond), mode(precond))
+        let dinv = dinv_of(precond);
+        s.uses(&[addr(x), addr(r), addr(p), addr(q), addr_opt(dinv)]);
+        blas::update(self.ctx, self.stream(s), &s.kernels, &mut s.ws, x, r, p, q, dinv, mode(precond))
     }
 
     fn rho_step(&self, s: &mut DeviceState<T>, r: &DeviceVector<T>, z: &DeviceVector<T>) -> Result<()> {
+        s.uses(&[addr(r), addr(z)]);
         blas::rho(self.ctx, self.stream(s), &s.kernels, &mut s.ws, r, z)
     }
 
@@ -281,41 +329,63 @@ impl<T: Scalar> Backend<T> for Device {
         precond: PrecondForm<'_, DeviceVector<T>>,
     ) -> Result<()> {
         let z = matches!(precond, PrecondForm::General).then_some(z);
-        blas::direction(self.ctx, self.stream(s), &s.kernels, &s.ws, p, r, z, dinv_of(precond), mode(precond))
+        let dinv = dinv_of(precond);
+        s.uses(&[addr(p), addr(r), addr_opt(z), addr_opt(dinv)]);
+        blas::direction(self.ctx, self.stream(s), &s.kernels, &s.ws, p, r, z, dinv, mode(precond))
     }
 
     /// Records when the SpMV is fused (CSR with the scalar kernel, or ELL) and the
-    /// preconditioner is none or diagonal: then every step is a kernel of `ptx/cg.cu`.
-    fn begin_recording(
+    /// preconditioner is none or diagonal: then every step is a kernel of `ptx/cg.cu`,
+    /// queued on the capture stream. The recording keeps the ids of every allocation its
+    /// kernels use (vectors, matrix arrays, the state's workspace); memory that spgpu did
+    /// not allocate cannot be checked, and is refused.
+    fn record(
         &self,
         s: &mut DeviceState<T>,
         matrix: Option<DeviceMatrix<'_, T>>,
         precond: PrecondForm<'_, DeviceVector<T>>,
-    ) -> Result<bool> {
-        let fused = match matrix {
-            Some(DeviceMatrix::Csr(a)) => a.plan().kernel() == SpmvKernel::Scalar,
-            Some(DeviceMatrix::Ell(_)) => true,
-            _ => false,
-        };
-        if !fused || matches!(precond, PrecondForm::General) || s.recording {
-            return Ok(false);
+        steps: &mut dyn FnMut(&mut DeviceState<T>) -> Result<()>,
+    ) -> Result<Option<DeviceRecording>> {
+        if !fused(&matrix) || matches!(precond, PrecondForm::General) || s.recorded.is_some() {
+            return Ok(None);
         }
-        CgGraph::begin(self.ctx, &self.capture)?;
-        s.recording = true;
-        Ok(true)
+        s.recorded = Some(s.ws.addresses());
+        let captured = self.capture.capture(self.ctx, || steps(&mut *s));
+        let mut used = s.recorded.take().unwrap_or_default();
+        let graph = match captured {
+            Ok(graph) => graph,
+            Err(CaptureError::Recording(e) | CaptureError::Driver(e)) => return Err(e),
+        };
+        used.sort_unstable();
+        used.dedup();
+        let allocations = memory::allocation_ids(&used).map_err(|ptr| {
+            Error::InvalidArgument(format!(
+                "cannot record CG iterations: the device memory at {ptr:#x} was not allocated by spgpu, so a \
+                 replay could not check that it is still live"
+            ))
+        })?;
+        Ok(Some(DeviceRecording { ctx: self.ctx, graph, state: s.id, allocations }))
     }
 
-    fn end_recording(&self, s: &mut DeviceState<T>) -> Result<DeviceRecording> {
-        s.recording = false;
-        CgGraph::end(self.ctx, &self.capture).map(DeviceRecording)
-    }
-
-    fn replay(&self, _s: &mut DeviceState<T>, rec: &DeviceRecording) -> Result<()> {
-        rec.0.launch(self.ctx, self.ctx.stream())
+    fn replay(&self, s: &mut DeviceState<T>, rec: &DeviceRecording) -> Result<()> {
+        if rec.state != s.id {
+            return Err(Error::InvalidArgument(
+                "replaying a CG recording: it was recorded with another DeviceState".into(),
+            ));
+        }
+        self.ctx.make_current()?;
+        memory::with_live(&rec.allocations, "replaying a CG recording", || {
+            // SAFETY: every allocation the graph's kernels use is live (checked just now,
+            // with the registry locked, so no free is queued until the graph is); a later
+            // free is queued on the same stream, after the graph. The kernels' own
+            // contracts were checked by the launchers when they were recorded (lengths,
+            // modes), and nothing about those allocations can change their lengths.
+            unsafe { rec.graph.launch(self.ctx.stream()) }
+        })
     }
 
     fn checkpoint(&self, s: &DeviceState<T>) -> Result<Checkpoint> {
-        let v = s.ws.read_slots(self.ctx)?;
+        let v = s.ws.read_slots()?;
         Ok(Checkpoint {
             status: Status::from_code(v[blas::SLOT_STATUS] as u32),
             iterations: v[blas::SLOT_ITER] as usize,
@@ -325,7 +395,7 @@ impl<T: Scalar> Backend<T> for Device {
     }
 
     fn history(&self, s: &DeviceState<T>, count: usize) -> Result<Vec<f64>> {
-        s.ws.read_history(self.ctx, count)
+        s.ws.read_history(count)
     }
 
     fn synchronize(&self) -> Result<()> {

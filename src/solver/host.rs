@@ -1,6 +1,6 @@
 //! The host backend: CG on `Vec<T>` with the CPU, mirroring the device kernels' arithmetic.
 
-use super::backend::{Backend, Checkpoint, PrecondForm, Status};
+use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use crate::{Error, Result, Scalar};
 use rayon::prelude::*;
 
@@ -51,6 +51,34 @@ fn fixed_sum(n: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
     }
 }
 
+/// Adds `|v|` into the scaled sum `(scale, ssq)` (the recurrence of `cg_norm` in
+/// `ptx/cg.cu`).
+fn nrm_add(acc: (f64, f64), v: f64) -> (f64, f64) {
+    let (scale, ssq) = acc;
+    let a = v.abs();
+    if a == 0.0 {
+        acc
+    } else if scale < a {
+        let r = scale / a;
+        (a, 1.0 + ssq * r * r)
+    } else {
+        let r = a / scale;
+        (scale, ssq + r * r)
+    }
+}
+
+/// Merges two scaled sums (as `nrm_merge` in `ptx/cg.cu`).
+fn nrm_merge(acc: (f64, f64), other: (f64, f64)) -> (f64, f64) {
+    let ((scale, ssq), (s2, q2)) = (acc, other);
+    if scale < s2 {
+        let r = scale / s2;
+        (s2, q2 + ssq * r * r)
+    } else {
+        let r = if scale > 0.0 { s2 / scale } else { 0.0 };
+        (scale, ssq + q2 * r * r)
+    }
+}
+
 impl HostState {
     fn record(&mut self) {
         if self.iterations < self.history_cap {
@@ -96,6 +124,22 @@ impl<T: Scalar> Backend<T> for Host {
     fn dot(&self, a: &Vec<T>, b: &Vec<T>) -> Result<f64> {
         check_len("dot: length of second vector", a.len(), b.len())?;
         Ok(fixed_sum(a.len(), |i| a[i].to_f64() * b[i].to_f64()))
+    }
+
+    fn norm(&self, v: &Vec<T>) -> Result<ScaledNorm> {
+        let chunk = |c: &[T]| c.iter().fold((0.0, 0.0), |acc, x| nrm_add(acc, x.to_f64()));
+        let parts: Vec<(f64, f64)> = if v.len() > 4 * CHUNK {
+            v.par_chunks(CHUNK).map(chunk).collect()
+        } else {
+            v.chunks(CHUNK).map(chunk).collect()
+        };
+        let (max_abs, ssq) = parts.into_iter().fold((0.0, 0.0), nrm_merge);
+        Ok(ScaledNorm { max_abs, ssq })
+    }
+
+    fn scale(&self, alpha: f64, v: &mut Vec<T>) -> Result<()> {
+        v.par_iter_mut().with_min_len(CHUNK).for_each(|x| *x = T::from_f64(x.to_f64() * alpha));
+        Ok(())
     }
 
     fn new_state(&self, _n: usize, history: usize) -> Result<HostState> {
@@ -286,5 +330,32 @@ impl<T: Scalar> Backend<T> for Host {
 
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaled_norms_neither_overflow_nor_underflow() {
+        let norm = |v: Vec<f64>| Backend::<f64>::norm(&Host, &v).unwrap();
+        // 1e200^2 overflows f64, 1e-200^2 underflows it.
+        for big in [1e200, 1e-200, 1.0] {
+            let v: Vec<f64> = (0..100_000).map(|i| if i % 2 == 0 { big } else { -big }).collect();
+            let n = norm(v);
+            assert_eq!(n.max_abs, big);
+            let rel = (n.value() / (big * 100_000f64.sqrt()) - 1.0).abs();
+            assert!(rel < 1e-12, "{big}: {}", n.value());
+        }
+        assert_eq!(norm(vec![0.0; 5]), ScaledNorm { max_abs: 0.0, ssq: 0.0 });
+        assert_eq!(norm(Vec::new()).value(), 0.0);
+        assert_eq!(norm(vec![3.0, -4.0]).value(), 5.0);
+        assert!(!norm(vec![1.0, f64::NAN, 2.0]).entries_finite());
+        assert!(!norm(vec![1.0, f64::INFINITY]).entries_finite());
+        assert!(norm(vec![1.0, f64::NAN]).value().is_nan());
+        // Finite entries whose norm exceeds f64::MAX: the entries are finite, the value is not.
+        let n = norm(vec![f64::MAX, f64::MAX]);
+        assert!(n.entries_finite() && n.value().is_infinite());
     }
 }

@@ -13,6 +13,13 @@
 //! Reductions are deterministic (fixed grid, fixed order, no floating-point atomics), so a
 //! run repeats bit for bit.
 //!
+//! GPU solves may run from many threads at once (see
+//! [the threading model](crate::gpu#threading-model)). The solver stops honestly: at the
+//! tolerance, at the limit of the element type's precision ([`precision_floor`],
+//! [`StopReason::PrecisionLimit`], flagged beforehand by [`CgParams::precision_warning`]),
+//! or with a breakdown only when `p'Ap <= 0` far from the solution; norms never overflow
+//! for finite data.
+//!
 //! # Example
 //!
 //! ```
@@ -35,8 +42,11 @@ mod host;
 mod operator;
 mod precond;
 
-pub use backend::{Backend, Checkpoint, PrecondForm, Status};
-pub use cg::{cg, cg_with, iteration_floor_bytes, CgError, CgParams, CgReport, StopReason, HISTORY_LIMIT};
+pub use backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
+pub use cg::{
+    cg, cg_vector_bytes, cg_with, iteration_floor_bytes, precision_floor, CgError, CgParams, CgReport, CgWarning,
+    StopReason, HISTORY_LIMIT, PRECISION_LIMIT_FACTOR,
+};
 pub use device::{Device, DeviceRecording, DeviceState};
 pub use host::{Host, HostState};
 pub use operator::{DeviceMatrix, LinearOperator};

@@ -3,9 +3,13 @@
 //! A is a Matrix Market file (symmetric storage is expanded on read) or a generated matrix
 //! (`gen:lap2d:500`). Without `--rhs`, `b = A * 1`, so the solution is known and its error
 //! is reported too. The summary gives the iterations, why the solve stopped, the true
-//! relative residual `||b - A x|| / ||b||` (recomputed from `x`), the times for reading,
-//! uploading and solving, the time per iteration, and the effective bandwidth by the
-//! bytes-moved floor of `spgpu::solver::iteration_floor_bytes` (`docs/cg.md`).
+//! relative residual `||b - A x|| / ||b||` (recomputed from `x`) and which tolerance it
+//! met, the times for reading, uploading and solving, and the time per iteration against
+//! the bytes-moved floor of an iteration (`docs/cg.md`): the SpMV's bytes by the byte model
+//! of `spgpu bench` (`bench::model::csr_bytes`) plus the vector bytes of the fused CG
+//! kernels (`spgpu::solver::cg_vector_bytes`), over the copy bandwidth (`--bandwidth-gbs`,
+//! default the H200's measured 4280 GB/s). A tolerance below what the precision can reach
+//! is flagged before the solve.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -14,16 +18,16 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvPlan};
 use spgpu::solver::{
-    cg_with, iteration_floor_bytes, Backend, CgError, CgParams, CgReport, Checkpoint, Device, Host, Identity, Jacobi,
-    LinearOperator, PreconditionerKind,
+    cg_vector_bytes, cg_with, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint, Device, Host, Identity,
+    Jacobi, LinearOperator, PreconditionerKind,
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
 use crate::CliResult;
 
-/// The copy bandwidth of the H200 the crate is measured on, in bytes per second
-/// (`../shared/docs/gpu.md`).
-const COPY_BANDWIDTH: f64 = 4.28e12;
+/// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
+/// GB/s (`../shared/docs/gpu.md`): the default of `--bandwidth-gbs`.
+const H200_COPY_GBS: f64 = 4280.0;
 
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
@@ -78,6 +82,10 @@ pub struct Args {
     /// `gen:lap2d:2000 --leading 250000`).
     #[arg(long)]
     pub leading: Option<usize>,
+    /// The copy bandwidth, in GB/s, that the bytes-moved floor of an iteration is divided
+    /// by (default: 4280, measured on the H200).
+    #[arg(long, default_value_t = H200_COPY_GBS)]
+    pub bandwidth_gbs: f64,
 }
 
 /// Runs `spgpu cg`.
@@ -86,6 +94,9 @@ pub fn run(args: Args) -> CliResult {
         if !(v.is_finite() && v >= 0.0) {
             return Err(format!("{name} must be a finite number >= 0, got {v}").into());
         }
+    }
+    if !(args.bandwidth_gbs.is_finite() && args.bandwidth_gbs > 0.0) {
+        return Err(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs).into());
     }
     match args.precision.as_str() {
         "f32" => run_typed::<f32>(&args),
@@ -238,11 +249,15 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         ..CgParams::default()
     };
     println!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME);
+    let b_norm = Backend::<T>::norm(&Host, &b)?.value();
+    if let Some(w) = params.precision_warning::<T>(n, b_norm) {
+        eprintln!("spgpu cg: warning: {w}");
+    }
 
     let (result, x, upload_time, where_) = match target {
         Target::Cpu => {
             let mut x = x0;
-            let res = solve(&Host, &a, &b, &mut x, &params, &a, n)?;
+            let res = solve(&Host, &a, &b, &mut x, &params, &a, b_norm)?;
             (res, x, Duration::ZERO, "CPU".to_string())
         }
         Target::Gpu(ctx) => {
@@ -261,12 +276,18 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 let d_a = DeviceEll::upload(ctx, &ell)?;
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
-                (solve(&device, &d_a, &b, &mut d_x, &params, &a, n).map(|r| (r, up)), format!("ELL (width {width})"))
+                (
+                    solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)),
+                    format!("ELL (width {width})"),
+                )
             } else {
                 let d_a = DeviceCsr::upload(ctx, &a)?;
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
-                (solve(&device, &d_a, &b, &mut d_x, &params, &a, n).map(|r| (r, up)), format!("CSR, {}", plan.kernel()))
+                (
+                    solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)),
+                    format!("CSR, {}", plan.kernel()),
+                )
             };
             let (res, up) = res?;
             (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
@@ -298,7 +319,7 @@ fn solve<T, B, A>(
     x: &mut B::Vector,
     params: &CgParams,
     host: &CsrMatrix<T>,
-    n: usize,
+    b_norm: f64,
 ) -> Result<Result<CgReport, CgError>, Box<dyn std::error::Error>>
 where
     T: Scalar,
@@ -306,7 +327,7 @@ where
     A: LinearOperator<T, Vector = B::Vector>,
 {
     let d_b = backend.upload(b)?;
-    let max_iter = params.max_iter.unwrap_or_else(|| n.saturating_mul(10).max(100));
+    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(max_iter as u64);
         bar.set_style(
@@ -317,7 +338,7 @@ where
     } else {
         ProgressBar::hidden()
     };
-    let b_norm = b.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
+    let b_norm = b_norm.max(f64::MIN_POSITIVE);
     let mut monitor = |ck: &Checkpoint| {
         bar.set_position(ck.iterations as u64);
         bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
@@ -348,12 +369,17 @@ fn print_summary<T: Scalar>(
     println!("device: {where_}; preconditioner: {}", r.preconditioner);
     println!("stop: {} after {} iterations ({} restarts)", r.stop_reason, r.iterations, r.restarts);
     println!(
-        "true relative residual ||b - A x|| / ||b|| = {:.3e} (rtol {:e}, atol {}; recurrence {:.3e})",
+        "true relative residual ||b - A x|| / ||b|| = {:.3e} (rtol {:e}, atol {}; met: {}; recurrence {:.3e})",
         r.relative_residual,
         args.rtol,
         if args.atol == 0.0 { "0".to_string() } else { format!("{:e}", args.atol) },
+        r.tolerance_met(),
         r.residual_norm / r.b_norm.max(f64::MIN_POSITIVE)
     );
+    // The tolerance warning was printed before the solve.
+    for w in r.warnings.iter().filter(|w| !matches!(w, CgWarning::ToleranceBelowPrecision { .. })) {
+        eprintln!("spgpu cg: warning: {w}");
+    }
     if known_solution {
         let ones = vec![T::ONE; x.len()];
         println!(
@@ -361,7 +387,6 @@ fn print_summary<T: Scalar>(
             reference::relative_error(x, &ones)
         );
     }
-    let per_iter = r.time_per_iteration();
     println!(
         "times: read {:.1} ms, upload {:.1} ms, setup {:.2} ms, solve {:.2} ms, check {:.2} ms",
         ms(read_time),
@@ -370,24 +395,39 @@ fn print_summary<T: Scalar>(
         ms(r.solve_time),
         ms(r.check_time)
     );
-    if r.iterations > 0 && where_ == "CPU" {
-        println!("per iteration: {:.2} us", per_iter.as_secs_f64() * 1e6);
-    } else if r.iterations > 0 {
-        let bytes = iteration_floor_bytes(a.nrows(), a.nnz(), T::BYTES, r.preconditioner == "jacobi");
-        let secs = per_iter.as_secs_f64();
-        let floor = bytes as f64 / COPY_BANDWIDTH;
-        println!(
-            "per iteration: {:.2} us; {:.1} GB/s effective ({:.1} MB moved by the floor model of docs/cg.md; \
-             floor {:.2} us at 4.28 TB/s, so {:.2}x the floor)",
-            secs * 1e6,
-            bytes as f64 / secs / 1e9,
-            bytes as f64 / 1e6,
-            floor * 1e6,
-            secs / floor
-        );
+    if r.iterations > 0 {
+        println!("{}", per_iteration_line::<T>(a, r, args.bandwidth_gbs));
     }
     std::io::stdout().flush()?;
     Ok(())
+}
+
+/// The time per iteration against the bytes-moved floor of an iteration: the SpMV's bytes
+/// by the byte model of `spgpu bench` plus the vector bytes of the fused CG kernels, over
+/// `bandwidth_gbs` GB/s.
+fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: f64) -> String {
+    let n = a.nrows();
+    let spmv = crate::bench::model::csr_bytes(n, n, a.nnz(), T::BYTES, false);
+    let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
+    let bytes = spmv + vectors;
+    let secs = r.time_per_iteration().as_secs_f64();
+    let floor = bytes as f64 / (bandwidth_gbs * 1e9);
+    let source = if bandwidth_gbs == H200_COPY_GBS {
+        "the H200's measured copy bandwidth, the default; set --bandwidth-gbs for another device"
+    } else {
+        "from --bandwidth-gbs"
+    };
+    format!(
+        "per iteration: {:.2} us; bytes-moved floor {:.2} us = {:.1} MB (SpMV {:.1} MB by the bench byte model + \
+         CG vectors {:.1} MB) / {bandwidth_gbs} GB/s ({source}); {:.2}x the floor, {:.1} GB/s effective",
+        secs * 1e6,
+        floor * 1e6,
+        bytes as f64 / 1e6,
+        spmv as f64 / 1e6,
+        vectors as f64 / 1e6,
+        secs / floor,
+        crate::bench::model::gbps(bytes, secs)
+    )
 }
 
 /// Writes `iteration,residual_norm,relative_residual` lines.

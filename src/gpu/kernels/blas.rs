@@ -2,20 +2,27 @@
 //!
 //! The kernels keep the iteration's scalars in a [`Workspace`] in device memory: a slot
 //! array of doubles (`rho`, `p'Ap`, `alpha`, `beta`, `r'r`, the tolerance, a status word,
-//! the iteration count), the per-block partial sums of the reductions, the integer ticket of
-//! the last-block pattern, and an optional residual history. Every launcher checks the
-//! operands' lengths and converts sizes with `u32::try_from` before it launches, on the
-//! stream it is given (the context's, or the solver's capture stream while a batch of
-//! iterations is recorded as a CUDA graph, see [`CgGraph`]), without synchronizing.
+//! the iteration count, results of [`dot`] and [`norm`]), the per-block partial sums of the
+//! reductions, the integer ticket of the last-block pattern, and an optional residual
+//! history. Every launcher checks the operands' lengths and converts sizes with
+//! `u32::try_from` before it launches, on the stream it is given (the context's, or a
+//! solver's capture stream while a batch of iterations is recorded as a CUDA graph),
+//! without synchronizing.
+//!
+//! Index limits: the kernels take lengths as 32-bit `unsigned` (every launcher refuses a
+//! length above `u32::MAX` with [`Error::InvalidArgument`]) and walk them with a 64-bit
+//! grid-stride index, so no accepted length can wrap the loop; the ELL kernel's slot index
+//! is checked to fit 32 bits here.
 
 use cust::function::Function;
 use cust::launch;
-use cust::memory::{CopyDestination, DeviceBuffer, DevicePointer};
-use cust::stream::Stream;
+use cust::memory::DevicePointer;
 
 use super::{index, BLOCK};
+use crate::error::DriverError;
+use crate::gpu::memory::DeviceMemory;
 use crate::gpu::vector::check_len;
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId};
+use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, Stream};
 use crate::{Error, Result, Scalar};
 
 /// Most blocks of a reduction (`CG_MAX_BLOCKS` in `ptx/cg.cu`).
@@ -30,6 +37,10 @@ pub(crate) const SLOT_STATUS: usize = 6;
 pub(crate) const SLOT_ITER: usize = 7;
 /// The result of [`dot`].
 pub(crate) const SLOT_DOT: usize = 8;
+/// The scale of [`norm`]: the largest absolute value.
+pub(crate) const SLOT_NORM_SCALE: usize = 9;
+/// The scaled sum of squares of [`norm`].
+pub(crate) const SLOT_NORM_SSQ: usize = 10;
 /// Length of the scalar array.
 pub(crate) const SLOTS: usize = 16;
 
@@ -52,10 +63,12 @@ pub(crate) enum CgKernel {
     Direction,
     Dot,
     Hadamard,
+    Norm,
+    Scale,
 }
 
 impl CgKernel {
-    const ALL: [CgKernel; 9] = [
+    const ALL: [CgKernel; 11] = [
         CgKernel::Start,
         CgKernel::Alpha,
         CgKernel::SpmvCsrAlpha,
@@ -65,6 +78,8 @@ impl CgKernel {
         CgKernel::Direction,
         CgKernel::Dot,
         CgKernel::Hadamard,
+        CgKernel::Norm,
+        CgKernel::Scale,
     ];
 }
 
@@ -81,6 +96,8 @@ pub(crate) fn cg_kernel_name(kernel: CgKernel, scalar: &str) -> String {
         CgKernel::Direction => "direction",
         CgKernel::Dot => "dot",
         CgKernel::Hadamard => "hadamard",
+        CgKernel::Norm => "norm",
+        CgKernel::Scale => "scale",
     };
     format!("cg_{op}_{scalar}")
 }
@@ -98,52 +115,62 @@ pub(crate) fn cg_grid(n: usize) -> u32 {
 
 /// The device memory of the iteration's scalars and reductions.
 pub(crate) struct Workspace {
-    slots: DeviceBuffer<f64>,
-    partials: DeviceBuffer<f64>,
-    ticket: DeviceBuffer<u32>,
-    history: Option<DeviceBuffer<f64>>,
+    slots: DeviceMemory<f64>,
+    partials: DeviceMemory<f64>,
+    ticket: DeviceMemory<u32>,
+    history: Option<DeviceMemory<f64>>,
     history_cap: u32,
 }
 
 impl Workspace {
     /// Zeroed scalars, partials for [`CG_MAX_BLOCKS`] blocks, and room for `history`
-    /// residual norms.
-    pub(crate) fn new(ctx: &Context, history: usize) -> Result<Self> {
-        ctx.make_current()?;
-        let zeros = |n: usize, what: &str| {
-            DeviceBuffer::from_slice(&vec![0.0f64; n]).map_err(|e| Error::cuda(format!("allocating the CG {what}"), e))
-        };
+    /// residual norms (the zeroing is queued on the context's stream).
+    pub(crate) fn new(ctx: &'static Context, history: usize) -> Result<Self> {
         let history_cap = index("CG history length", history)?;
         Ok(Workspace {
-            slots: zeros(SLOTS, "scalars")?,
-            partials: zeros(2 * CG_MAX_BLOCKS as usize, "partial sums")?,
-            ticket: DeviceBuffer::from_slice(&[0u32]).map_err(|e| Error::cuda("allocating the CG ticket", e))?,
-            history: if history > 0 { Some(zeros(history, "residual history")?) } else { None },
+            slots: DeviceMemory::zeroed(ctx, SLOTS, "the CG scalars")?,
+            partials: DeviceMemory::zeroed(ctx, 2 * CG_MAX_BLOCKS as usize, "the CG partial sums")?,
+            ticket: DeviceMemory::zeroed(ctx, 1, "the CG ticket")?,
+            history: if history > 0 {
+                Some(DeviceMemory::zeroed(ctx, history, "the CG residual history")?)
+            } else {
+                None
+            },
             history_cap,
         })
     }
 
-    /// Copies the scalar slots to the host, after all queued work is done.
-    pub(crate) fn read_slots(&self, ctx: &Context) -> Result<[f64; SLOTS]> {
-        ctx.synchronize()?;
+    /// Copies the scalar slots to the host, after the work queued before on the context's
+    /// stream.
+    pub(crate) fn read_slots(&self) -> Result<[f64; SLOTS]> {
         let mut out = [0.0; SLOTS];
-        self.slots.copy_to(&mut out[..]).map_err(|e| Error::cuda("reading the CG scalars", e))?;
+        self.slots.copy_to_host(&mut out, "the CG scalars")?;
         Ok(out)
     }
 
     /// The first `count` recorded `r'r` values.
-    pub(crate) fn read_history(&self, ctx: &Context, count: usize) -> Result<Vec<f64>> {
+    pub(crate) fn read_history(&self, count: usize) -> Result<Vec<f64>> {
         let count = count.min(self.history_cap as usize);
         let Some(h) = &self.history else { return Ok(Vec::new()) };
-        ctx.synchronize()?;
         let mut all = vec![0.0; self.history_cap as usize];
-        h.copy_to(&mut all[..]).map_err(|e| Error::cuda("reading the CG residual history", e))?;
+        h.copy_to_host(&mut all, "the CG residual history")?;
         all.truncate(count);
         Ok(all)
     }
 
+    /// The device addresses of the workspace's allocations.
+    pub(crate) fn addresses(&self) -> Vec<u64> {
+        let mut v = vec![
+            self.slots.as_device_ptr().as_raw(),
+            self.partials.as_device_ptr().as_raw(),
+            self.ticket.as_device_ptr().as_raw(),
+        ];
+        v.extend(self.history.as_ref().map(|h| h.as_device_ptr().as_raw()));
+        v
+    }
+
     fn history_ptr(&self) -> DevicePointer<f64> {
-        self.history.as_ref().map_or_else(DevicePointer::null, |h| h.as_device_ptr())
+        self.history.as_ref().map_or_else(DevicePointer::null, DeviceMemory::as_device_ptr)
     }
 }
 
@@ -169,7 +196,7 @@ impl<'a> CgKernels<'a> {
     }
 }
 
-fn launch_error(kernel: CgKernel) -> impl Fn(cust::error::CudaError) -> Error {
+fn launch_error(kernel: CgKernel) -> impl Fn(DriverError) -> Error {
     move |e| Error::cuda(format!("launching {}", cg_kernel_name(kernel, "<T>")), e)
 }
 
@@ -468,86 +495,68 @@ pub(crate) fn hadamard<T: Scalar>(
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, ap, bp, op)) }.map_err(launch_error(CgKernel::Hadamard))
 }
 
-/// A CUDA graph of a batch of CG iterations, recorded by stream capture on a stream of its
-/// own and replayed on the context's stream.
-///
-/// Recording happens on a non-blocking stream, so work that other threads queue on the
-/// legacy default stream (synchronous copies) cannot join or break the capture; the graph
-/// is then launched on the context's stream, ordered with everything else there. Only
-/// kernels of this module are recorded (the solver records only when the SpMV is fused),
-/// and their arguments are the addresses of vectors that outlive the graph.
-pub(crate) struct CgGraph {
-    graph: cust::sys::CUgraph,
-    exec: cust::sys::CUgraphExec,
+/// `cg_norm_<T>`: `||a||` without overflow, as the scale `max |a_i|` and the scaled sum of
+/// squares `sum (a_i / scale)^2` in the workspace's norm slots (read them with
+/// [`Workspace::read_slots`]).
+pub(crate) fn norm<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    k: &CgKernels<'_>,
+    ws: &mut Workspace,
+    a: &DeviceVector<T>,
+) -> Result<()> {
+    let n = index("vector length", a.len())?;
+    let grid = cg_grid(a.len());
+    ctx.make_current()?;
+    let f = k.get(CgKernel::Norm);
+    let ap = a.as_device_ptr();
+    let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
+    // SAFETY: cg_norm_<T>(unsigned n, const T* a, double* s, double* partials, unsigned*
+    // ticket); arguments match, a has n elements (null only when n == 0, then never read),
+    // the workspace fits the grid (at most CG_MAX_BLOCKS blocks of BLOCK threads).
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, ap, s, parts, ticket)) }.map_err(launch_error(CgKernel::Norm))
 }
 
-fn graph_error(what: &str, rc: cust::sys::CUresult) -> Error {
-    Error::cuda(format!("{what} ({rc:?})"), cust::error::CudaError::UnknownError)
+/// `cg_scale_<T>`: `a *= alpha` (alpha rounded to `T`).
+pub(crate) fn scale<T: Scalar>(
+    ctx: &Context,
+    stream: &Stream,
+    k: &CgKernels<'_>,
+    alpha: f64,
+    a: &mut DeviceVector<T>,
+) -> Result<()> {
+    let n = index("vector length", a.len())?;
+    let grid = cg_grid(a.len());
+    ctx.make_current()?;
+    let f = k.get(CgKernel::Scale);
+    let ap = a.as_device_ptr();
+    // SAFETY: cg_scale_<T>(unsigned n, double alpha, T* a); arguments match, a has n
+    // elements and is borrowed mutably.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, alpha, ap)) }.map_err(launch_error(CgKernel::Scale))
 }
 
-impl CgGraph {
-    /// Starts capturing the work queued on `capture` (this thread only).
-    pub(crate) fn begin(ctx: &Context, capture: &Stream) -> Result<()> {
-        ctx.make_current()?;
-        // SAFETY: cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode) on a live stream of
-        // the current context; thread-local mode confines the capture rules to this thread.
-        let rc = unsafe {
-            cust::sys::cuStreamBeginCapture_v2(
-                capture.as_inner(),
-                cust::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-            )
-        };
-        match rc {
-            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
-            rc => Err(graph_error("beginning a CUDA graph capture", rc)),
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_is_bounded_and_the_index_limit_is_enforced() {
+        assert_eq!(cg_grid(0), 1);
+        assert_eq!(cg_grid(257), 2);
+        assert_eq!(cg_grid(usize::MAX), CG_MAX_BLOCKS);
+        // Every length a launcher accepts fits the kernels' `unsigned n`; the kernels walk
+        // it with a 64-bit index (ptx/cg.cu, GRID_STRIDE), so n = u32::MAX cannot wrap.
+        assert_eq!(index("vector length", u32::MAX as usize).unwrap(), u32::MAX);
+        let err = index("vector length", u32::MAX as usize + 1).unwrap_err();
+        assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("32-bit")), "{err}");
     }
 
-    /// Ends the capture begun on `capture` and instantiates the graph. The capture ends even
-    /// when this fails.
-    pub(crate) fn end(ctx: &Context, capture: &Stream) -> Result<CgGraph> {
-        ctx.make_current()?;
-        let mut graph: cust::sys::CUgraph = std::ptr::null_mut();
-        // SAFETY: cuStreamEndCapture(CUstream, CUgraph*) on the stream where capture began;
-        // graph is a valid out-pointer.
-        let rc = unsafe { cust::sys::cuStreamEndCapture(capture.as_inner(), &mut graph) };
-        if rc != cust::sys::CUresult::CUDA_SUCCESS || graph.is_null() {
-            return Err(graph_error("ending a CUDA graph capture", rc));
-        }
-        let mut exec: cust::sys::CUgraphExec = std::ptr::null_mut();
-        // SAFETY: cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, flags) with the graph
-        // just captured and a valid out-pointer; flags 0.
-        let rc = unsafe { cust::sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
-        if rc != cust::sys::CUresult::CUDA_SUCCESS {
-            // SAFETY: the graph was created above and is not used after this.
-            unsafe { cust::sys::cuGraphDestroy(graph) };
-            return Err(graph_error("instantiating a CUDA graph", rc));
-        }
-        Ok(CgGraph { graph, exec })
-    }
-
-    /// Launches the graph on `stream` (no wait).
-    pub(crate) fn launch(&self, ctx: &Context, stream: &Stream) -> Result<()> {
-        ctx.make_current()?;
-        // SAFETY: cuGraphLaunch(CUgraphExec, CUstream) with an executable graph owned by self
-        // and a live stream of the current context. The graph's kernels read and write the
-        // vectors and workspace of the solve that recorded it, which the solver keeps alive
-        // (and unmoved on the device) for as long as it holds this graph.
-        let rc = unsafe { cust::sys::cuGraphLaunch(self.exec, stream.as_inner()) };
-        match rc {
-            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
-            rc => Err(graph_error("launching a CUDA graph", rc)),
-        }
-    }
-}
-
-impl Drop for CgGraph {
-    fn drop(&mut self) {
-        // SAFETY: both handles were created by CgGraph::end and are destroyed once, here. A
-        // graph still running on the device is destroyed only after it completes.
-        unsafe {
-            cust::sys::cuGraphExecDestroy(self.exec);
-            cust::sys::cuGraphDestroy(self.graph);
-        }
+    #[test]
+    fn every_cg_kernel_has_a_unique_name() {
+        let names = all_kernel_names();
+        assert_eq!(names.len(), 2 * CgKernel::ALL.len());
+        let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(unique.len(), names.len());
+        assert!(unique.contains("cg_norm_f64") && unique.contains("cg_scale_f32"));
     }
 }

@@ -113,7 +113,7 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        assert_eq!(names.len(), 2 * (6 + 5) + 2 * 9); // SpMV kernels, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (6 + 5) + 2 * 11); // SpMV kernels, then the CG kernels of blas.rs
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

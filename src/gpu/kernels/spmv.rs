@@ -1,13 +1,13 @@
 //! Launchers of the kernels in `ptx/spmv.cu`.
 
 use cust::launch;
-use cust::stream::Stream;
 
 use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
 use crate::gpu::vector::{check_len, ptr_of};
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel};
+use crate::gpu::memory::DeviceMemory;
+use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel, Stream};
 use crate::{Error, Result, Scalar};
 
 /// Checks `x.len() == ncols` and `y.len() == nrows`.
@@ -235,7 +235,7 @@ fn fixup<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
     nlong: usize,
-    long_rows: Option<&cust::memory::DeviceBuffer<u32>>,
+    long_rows: Option<&DeviceMemory<u32>>,
     partials: cust::memory::DevicePointer<f64>,
     alpha: T,
     beta: T,

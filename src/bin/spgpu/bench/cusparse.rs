@@ -13,9 +13,9 @@
 
 use super::BenchResult;
 use cust::memory::{DeviceBuffer, DevicePointer};
-use cust::stream::Stream;
 use libloading::Library;
 use spgpu::gpu::DeviceCsr;
+use spgpu::gpu::Stream;
 use spgpu::Scalar;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
