@@ -7,8 +7,8 @@ use cust::memory::DevicePointer;
 use super::balance::RowBlocks;
 use super::memory::DeviceMemory;
 use super::sell::SellMatrix;
-use super::Stream;
 use super::vector::{download, ptr_of, upload};
+use super::Stream;
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar};
 
@@ -53,7 +53,7 @@ enum Storage<T: Scalar> {
         row_offsets: DeviceMemory<u32>,
         col_indices: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
-        balanced: Option<Balanced>,
+        balanced: Option<Box<Balanced>>,
     },
     Ell(Box<DeviceEll<T>>),
     Sell(Box<DeviceSell<T>>),
@@ -226,7 +226,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 row_offsets: upload(a.row_offsets(), "CSR row offsets")?.expect("nrows + 1 >= 1 offsets"),
                 col_indices: upload(a.col_indices(), "CSR column indices")?,
                 values: upload(a.values(), "CSR values")?,
-                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b)).transpose()?,
+                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b).map(Box::new)).transpose()?,
             },
         };
         Ok(DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing })
@@ -302,7 +302,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 if balanced.is_none() {
                     self.ctx.synchronize()?;
                     let offsets = download(Some(&*row_offsets), self.nrows + 1, "CSR row offsets")?;
-                    *balanced = Some(Balanced::upload(self.ctx, &RowBlocks::new(&offsets))?);
+                    *balanced = Some(Box::new(Balanced::upload(self.ctx, &RowBlocks::new(&offsets))?));
                 }
             }
             (Storage::Csr { .. }, _) => {}

@@ -4,9 +4,9 @@ use cust::launch;
 
 use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
+use crate::gpu::memory::DeviceMemory;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
 use crate::gpu::vector::{check_len, ptr_of};
-use crate::gpu::memory::DeviceMemory;
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel, Stream};
 use crate::{Error, Result, Scalar};
 
