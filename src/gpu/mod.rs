@@ -33,6 +33,7 @@
 
 mod context;
 mod csr;
+pub mod driver;
 mod ell;
 pub(crate) mod kernels;
 mod module;
