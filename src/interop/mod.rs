@@ -54,14 +54,12 @@ mod nalgebra;
 #[cfg(feature = "sprs")]
 mod sprs;
 
-#[cfg(any(feature = "sprs", feature = "nalgebra"))]
-use crate::FormatError;
-
 /// An error found while reading CSC arrays as the CSR arrays of the transpose: a
 /// dimension past the limit is named as the matrix's own (rows for columns and the reverse);
 /// other errors name positions in the transpose, whose row `j` is column `j` of the matrix.
 #[cfg(any(feature = "sprs", feature = "nalgebra"))]
-fn csc_error(e: FormatError) -> FormatError {
+fn csc_error(e: crate::FormatError) -> crate::FormatError {
+    use crate::FormatError;
     match e {
         FormatError::TooLarge { what: "rows", value, limit } => FormatError::TooLarge { what: "columns", value, limit },
         FormatError::TooLarge { what: "columns", value, limit } => FormatError::TooLarge { what: "rows", value, limit },
