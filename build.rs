@@ -5,6 +5,11 @@
 //! compile error fails the build and shows the command and nvcc's own messages. Without
 //! nvcc, the committed `ptx/<stem>.ptx` (made by `ptx/regen.sh`) is copied instead, with a
 //! `cargo:warning`. The source tree is never written to.
+//!
+//! It also lets the crate link without the CUDA driver: cust's build script asks the
+//! linker for `-lcuda`, but spgpu defines every driver function itself and opens the
+//! driver at run time (`src/gpu/driver`). When no `libcuda.so` is where the linker looks,
+//! an empty `libcuda.a` in `$OUT_DIR/nodriver` stands in for it (see [`placeholder_driver`]).
 
 use std::env;
 use std::fs;
@@ -17,11 +22,12 @@ const DEFAULT_ARCH: &str = "compute_70";
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=ptx");
-    for var in ["NVCC", "CUDA_PATH", "SPGPU_PTX_ARCH"] {
+    for var in ["NVCC", "CUDA_PATH", "SPGPU_PTX_ARCH", "CUDA_LIBRARY_PATH", "LIBRARY_PATH"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    placeholder_driver(&out_dir);
     let ptx_dir = manifest.join("ptx");
 
     let mut sources = Vec::new();
@@ -86,4 +92,60 @@ fn find_nvcc() -> Option<PathBuf> {
         }
     }
     env::split_paths(&env::var_os("PATH")?).map(|dir| dir.join("nvcc")).find(|p| p.is_file())
+}
+
+/// Puts an empty static archive `libcuda.a` on the link path when the linker would find no
+/// `libcuda.so`, so that cust's `-lcuda` resolves to nothing and spgpu's own definitions of
+/// the driver functions are used (they open the driver at run time).
+///
+/// When a `libcuda.so` is found nothing is added: that library then satisfies `-lcuda`
+/// (spgpu's definitions still win, so the executable does not need it at run time), and
+/// other code in the same program that links the driver for functions spgpu does not
+/// define keeps working. The file found is watched, so that the build script runs again
+/// (and adds the placeholder) if it disappears.
+fn placeholder_driver(out_dir: &Path) {
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if target_os == "windows" || target_os == "macos" {
+        return;
+    }
+    if let Some(found) = driver_library_dirs().iter().map(|d| d.join("libcuda.so")).find(|p| p.is_file()) {
+        println!("cargo:rerun-if-changed={}", found.display());
+        return;
+    }
+    let dir = out_dir.join("nodriver");
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    // An archive with no members: the global header alone.
+    let archive = dir.join("libcuda.a");
+    fs::write(&archive, b"!<arch>\n").unwrap_or_else(|e| panic!("cannot write {}: {e}", archive.display()));
+    println!("cargo:rustc-link-search=native={}", dir.display());
+}
+
+/// The folders where the linker looks for `-lcuda`: those cust's build script adds (from
+/// `CUDA_LIBRARY_PATH` and the usual toolkit folders), `LIBRARY_PATH`, and the system's.
+fn driver_library_dirs() -> Vec<PathBuf> {
+    let mut bases: Vec<PathBuf> =
+        env::var_os("CUDA_LIBRARY_PATH").map(|p| env::split_paths(&p).collect()).unwrap_or_default();
+    bases.extend(["/opt/cuda", "/usr/local/cuda"].map(PathBuf::from));
+    if let Ok(entries) = fs::read_dir("/usr/local") {
+        bases.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))),
+        );
+    }
+    let mut dirs = Vec::new();
+    for base in bases {
+        for sub in ["lib64", "lib64/stubs", "targets/x86_64-linux/lib", "targets/x86_64-linux/lib/stubs"] {
+            dirs.push(base.join(sub));
+        }
+    }
+    dirs.extend(env::var_os("LIBRARY_PATH").map(|p| env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default());
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    for prefix in ["/usr/lib", "/lib"] {
+        dirs.push(PathBuf::from(format!("{prefix}/{arch}-linux-gnu")));
+        dirs.push(PathBuf::from(format!("{prefix}64")));
+        dirs.push(PathBuf::from(prefix));
+    }
+    dirs
 }

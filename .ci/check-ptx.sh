@@ -14,6 +14,8 @@ arch=${PTXAS_ARCH:-sm_90}
 ptxas=${PTXAS:-}
 if [ -z "$ptxas" ]; then
   ptxas=$(command -v ptxas || true)
+  # bash's command -v falls back to a file that is not executable: ignore one.
+  [ -x "$ptxas" ] || ptxas=""
 fi
 if [ -z "$ptxas" ]; then
   dir=${PTXAS_CACHE:-$HOME/.cache/spgpu-ptxas}

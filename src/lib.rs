@@ -25,6 +25,19 @@
 //! assert_eq!(y[5], 0.0); // an interior row of the Laplacian sums to zero
 //! # Ok::<(), spgpu::Error>(())
 //! ```
+//!
+//! ## Building
+//!
+//! spgpu needs no NVIDIA software to build, link or start: it opens the CUDA driver
+//! (`libcuda.so.1`) when the first GPU call is made (see [`gpu::driver`]), and without one
+//! the GPU entry points return [`Error::NoDevice`]. cust's build script needs the
+//! environment variable `CUDA_LIBRARY_PATH` to name a folder with a `lib64` folder when no
+//! CUDA toolkit is installed; `CUDA_LIBRARY_PATH=/usr` does on x86_64 Linux (put it in the
+//! `[env]` table of your `.cargo/config.toml`).
+//!
+//! Features, all on by default: `cli` (the `spgpu` command line tool and its dependencies),
+//! `sprs` and `nalgebra` (the conversions in [`interop`]). With `default-features = false`
+//! the library depends on neither those crates nor the tool's.
 #![deny(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 

@@ -80,6 +80,7 @@
 pub mod balance;
 mod context;
 pub(crate) mod csr;
+pub mod driver;
 mod ell;
 pub(crate) mod kernels;
 pub(crate) mod memory;

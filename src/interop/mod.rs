@@ -1,9 +1,12 @@
-//! Conversions between spgpu's host formats and those of [`sprs`](::sprs) and
-//! [`nalgebra_sparse`].
+//! Conversions between spgpu's host formats and those of [sprs](https://docs.rs/sprs) and
+//! [nalgebra-sparse](https://docs.rs/nalgebra-sparse).
+//!
+//! Each side is a default feature of spgpu: `sprs` and `nalgebra`. Without them
+//! (`default-features = false`) this module is empty and neither crate is a dependency.
 //!
 //! Every conversion is a [`From`] or [`TryFrom`] implementation, so it reads
 //! `CsrMatrix::try_from(m)?` or `let m: sprs::CsMatI<f64, u32> = a.into();`. Conversions
-//! into spgpu are `TryFrom` with a [`FormatError`]: they validate every
+//! into spgpu are `TryFrom` with a [`FormatError`](crate::FormatError): they validate every
 //! invariant spgpu's formats document, the 32-bit index limit
 //! ([`INDEX_LIMIT`](crate::INDEX_LIMIT)) included, since a foreign type may hold a larger
 //! matrix or (through its unchecked constructors) a malformed one. Conversions out of spgpu
@@ -31,6 +34,7 @@
 //! # Example
 //!
 //! ```
+//! # #[cfg(all(feature = "sprs", feature = "nalgebra"))] {
 //! use spgpu::CsrMatrix;
 //! let a: CsrMatrix<f64> = spgpu::gen::laplacian_2d(3);
 //! // Out to sprs without a copy, and back.
@@ -41,18 +45,21 @@
 //! // Through nalgebra-sparse (usize indices: the indices are copied).
 //! let n: nalgebra_sparse::CsrMatrix<f64> = b.into();
 //! assert_eq!(CsrMatrix::try_from(n)?, a);
+//! # }
 //! # Ok::<(), spgpu::FormatError>(())
 //! ```
 
+#[cfg(feature = "nalgebra")]
 mod nalgebra;
+#[cfg(feature = "sprs")]
 mod sprs;
-
-use crate::FormatError;
 
 /// An error found while reading CSC arrays as the CSR arrays of the transpose: a
 /// dimension past the limit is named as the matrix's own (rows for columns and the reverse);
 /// other errors name positions in the transpose, whose row `j` is column `j` of the matrix.
-fn csc_error(e: FormatError) -> FormatError {
+#[cfg(any(feature = "sprs", feature = "nalgebra"))]
+fn csc_error(e: crate::FormatError) -> crate::FormatError {
+    use crate::FormatError;
     match e {
         FormatError::TooLarge { what: "rows", value, limit } => FormatError::TooLarge { what: "columns", value, limit },
         FormatError::TooLarge { what: "columns", value, limit } => FormatError::TooLarge { what: "rows", value, limit },
