@@ -137,11 +137,12 @@ fn gen_writes_the_generators() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(spgpu::io::read_csr::<f64>(&b).unwrap(), spgpu::gen::banded::<f64>(40, 2, 9));
 
+    // Argument faults are usage errors (status 2).
     let o = spgpu(&["gen", "lap2d", "-o", b.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).trim(), "spgpu: spgpu gen lap2d: --size is required");
     let o = spgpu(&["gen", "torus", "--size", "3", "-o", b.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown generator 'torus'"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

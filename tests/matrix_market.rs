@@ -100,6 +100,51 @@ mod bad {
         array_two_per_line: BadEntry at 3;
         vector_index_past_size: IndexOutOfRange at 4;
         error_after_crlf_lines: BadNumber at 7;
+        binary_banner: Banner at 1;
+        binary_entry: BadEntry at 4;
+        control_in_keyword: UnknownObject at 1;
+        too_many_counted: TooManyEntries at 8;
+        only_blank_lines: Banner at 4;
+        comment_before_banner: Banner at 1;
+        banner_three_percent: Banner at 1;
+    }
+
+    /// No raw control character (nor any other non-printable one) in a message.
+    fn assert_printable(msg: &str) {
+        assert!(!msg.chars().any(|c| c.is_control() || ('\u{200b}'..='\u{206f}').contains(&c)), "{msg:?}");
+    }
+
+    #[test]
+    fn binary_bytes_are_shown_escaped() {
+        let e = mm_error(io::read_csr::<f64>(data("bad/binary_banner.mtx")));
+        assert_eq!(e.text, "\\x7fELF\\x02\\x01\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x03...");
+        assert_printable(&e.to_string());
+        let e = mm_error(io::read_csr::<f64>(data("bad/binary_entry.mtx")));
+        assert_eq!(e.text, "2 2 2.0\\x1b[31m\\x00\\x07\\xff\\xfe");
+        assert_printable(&e.to_string());
+        let e = mm_error(io::read_csr::<f64>(data("bad/control_in_keyword.mtx")));
+        assert_eq!(e.detail, "'\\x1b]0;pwned\\x07matrix'");
+        assert_printable(&e.to_string());
+        // Tokens quoted in details are escaped and shortened too.
+        let text = "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 \u{202e}1.0\u{7f}\n";
+        let e = mm_error(io::read_csr_from_str::<f64>(text));
+        assert_eq!((e.kind, e.detail.as_str()), (K::BadNumber, "value '\\u{202e}1.0\\x7f'"));
+        let long = format!("%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 {}\n", "9x".repeat(5000));
+        let e = mm_error(io::read_csr_from_str::<f64>(&long));
+        assert!(e.detail.len() < 60 && e.detail.ends_with("...'"), "{}", e.detail);
+    }
+
+    #[test]
+    fn entry_counts_are_stated_exactly() {
+        let e = mm_error(io::read_csr::<f64>(data("bad/too_many_counted.mtx")));
+        assert_eq!(e.detail, "the size line announces 3 entries, the file holds 5");
+        assert_eq!(e.text, "1 2 4");
+        let e = mm_error(io::read_csr::<f64>(data("bad/too_many_then_garbage.mtx")));
+        assert_eq!(e.detail, "the size line announces 1 entry, the file holds 3");
+        let e = mm_error(io::read_csr::<f64>(data("bad/array_too_many.mtx")));
+        assert!(e.detail.starts_with("the size line announces 4 entries, the file holds 5"), "{}", e.detail);
+        let e = mm_error(io::read_csr::<f64>(data("bad/too_few_entries.mtx")));
+        assert_eq!(e.detail, "the size line announces 3 entries, the file holds 2");
     }
 
     #[test]
@@ -191,6 +236,44 @@ mod good {
             (MmObject::Matrix, MmFormat::Coordinate, MmField::Real, MmSymmetry::General)
         );
         assert_eq!((h.nrows, h.ncols, h.entries, h.size_line), (3, 4, 5, 5));
+    }
+
+    /// The permissive forms of fast_matrix_market's `tests/matrices/permissive/` and the
+    /// NIST free-format example, one file each.
+    #[test]
+    fn permissive_forms() {
+        let eye3 = vec![vec![1.0, 0.0, 0.0], vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 1.0]];
+        assert_eq!(dense(&read_good("permissive_banner_one_percent.mtx")), eye3);
+        assert_eq!(dense(&read_good("permissive_banner_leading_spaces.mtx")), eye3);
+        let h = io::read_header(data("good/permissive_banner_one_percent.mtx")).unwrap();
+        assert_eq!(
+            (h.object, h.format, h.nrows, h.entries, h.size_line),
+            (MmObject::Matrix, MmFormat::Coordinate, 3, 3, 3)
+        );
+        // Every line indented, comment included; no final line end.
+        assert_eq!(dense(&read_good("permissive_lines_indented.mtx")), vec![vec![1.0]]);
+        // Blank lines anywhere, keywords in any case, runs of spaces, `12.`; and the same
+        // with CRLF line ends, comments and a run of 19 blank lines.
+        let nist = vec![
+            vec![1.0, 0.0, 0.0, 6.0, 0.0],
+            vec![0.0, 10.5, 0.0, 0.0, 0.0],
+            vec![0.0, 0.0, 1.5e-2, 0.0, 0.0],
+            vec![0.0, 250.5, 0.0, -2.8e2, 33.32],
+            vec![0.0, 0.0, 0.0, 0.0, 12.0],
+        ];
+        assert_eq!(dense(&read_good("permissive_blank_lines.mtx")), nist);
+        assert_eq!(dense(&read_good("permissive_crlf.mtx")), nist);
+        let h = io::read_header(data("good/permissive_crlf.mtx")).unwrap();
+        assert_eq!((h.entries, h.size_line), (8, 8));
+        // All at once: blank lines before the banner, a lower-case single-% banner with
+        // tabs, mixed line ends, blank lines of blanks, trailing blanks, no final line end.
+        let m = read_good("permissive_mixed.mtx");
+        assert_eq!(dense(&m), vec![vec![1.5, -2.0, 0.0], vec![-2.0, 4.0, 0.5], vec![0.0, 0.5, 6.0]]);
+        let h = io::read_header(data("good/permissive_mixed.mtx")).unwrap();
+        assert_eq!((h.format, h.symmetry, h.entries, h.size_line), (MmFormat::Array, MmSymmetry::Symmetric, 6, 8));
+        // COO and vectors go through the same reader.
+        assert_eq!(io::read_coo::<f64>(data("good/permissive_lines_indented.mtx")).unwrap().nnz(), 1);
+        assert_eq!(io::read_vector::<f32>(data("good/permissive_lines_indented.mtx")).unwrap(), vec![1.0f32]);
     }
 
     #[test]
@@ -367,6 +450,24 @@ mod large {
     }
 
     #[test]
+    fn too_many_entries_counted_across_pieces_and_chunks() {
+        let (text, _) = big_text(30_000, 9, true);
+        let lines: Vec<&str> = text.lines().collect();
+        let held = lines.len() - 2;
+        // Announce 100_000 fewer entries than the file holds: the first extra entry is far
+        // into the file (past the first piece, and past the first chunk of a reader).
+        let announced = held - 100_000;
+        let size = lines[1].rsplit_once(' ').unwrap().0;
+        let body = format!("{}\n{size} {announced}\n{}\n", lines[0], lines[2..].join("\n"));
+        for r in [io::read_csr_from_str::<f64>(&body), io::read_csr_from_reader::<f64>(body.as_bytes())] {
+            let e = mm_error(r);
+            assert_eq!((e.kind, e.line), (K::TooManyEntries, 2 + announced + 1));
+            assert_eq!(e.detail, format!("the size line announces {announced} entries, the file holds {held}"));
+            assert_eq!(e.text, lines[2 + announced]);
+        }
+    }
+
+    #[test]
     fn gzip_of_a_large_file() {
         use std::io::Write;
         let (text, a) = big_text(20_000, 5, false);
@@ -379,6 +480,68 @@ mod large {
 
 mod round_trip {
     use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// `text` rewritten with random liberties of layout, as real files take them: blank
+    /// lines (of spaces, tabs, CRs) anywhere, before the banner too; a single-`%` banner;
+    /// keywords in any case; indentation, runs of spaces and tabs between fields, trailing
+    /// blanks; LF or CRLF line by line; indented comment lines after the banner; a UTF-8 byte
+    /// order mark; no final line end.
+    fn permissive_layout(text: &str, seed: u64) -> String {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let blanks = |rng: &mut StdRng, min: usize| -> String {
+            (0..rng.random_range(min..min + 3)).map(|_| [" ", "\t", " "][rng.random_range(0..3)]).collect()
+        };
+        let mut out = String::new();
+        if rng.random_bool(0.2) {
+            out.push('\u{feff}');
+        } else {
+            for _ in 0..rng.random_range(0..3) {
+                let (b, end) = (blanks(&mut rng, 0), ["\n", "\r\n"][rng.random_range(0..2)]);
+                out.push_str(&format!("{b}{end}"));
+            }
+        }
+        for (k, line) in text.lines().enumerate() {
+            let fields: Vec<String> = if k == 0 {
+                let mut f: Vec<String> = line
+                    .split(' ')
+                    .map(|w| w.chars().map(|c| if rng.random_bool(0.5) { c.to_ascii_uppercase() } else { c }).collect())
+                    .collect();
+                if rng.random_bool(0.5) {
+                    f[0] = f[0][1..].to_string();
+                }
+                f
+            } else {
+                line.split(' ').map(str::to_string).collect()
+            };
+            let indent = if k == 0 && out.starts_with('\u{feff}') { String::new() } else { blanks(&mut rng, 0) };
+            out.push_str(&indent);
+            for (i, f) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&blanks(&mut rng, 1));
+                }
+                out.push_str(f);
+            }
+            out.push_str(&blanks(&mut rng, 0));
+            out.push_str(["\n", "\r\n"][rng.random_range(0..2)]);
+            // Blank and comment lines after the banner.
+            while rng.random_bool(0.3) {
+                let b = blanks(&mut rng, 0);
+                if rng.random_bool(0.5) {
+                    out.push_str(&format!("{b}% note{b}\n"));
+                } else {
+                    out.push_str(&format!("{b}\r\n"));
+                }
+            }
+        }
+        if rng.random_bool(0.3) {
+            while out.ends_with(['\n', '\r']) {
+                out.pop();
+            }
+        }
+        out
+    }
 
     fn csr_strategy() -> impl Strategy<Value = CsrMatrix<f64>> {
         (0usize..12, 0usize..12).prop_flat_map(|(r, c)| {
@@ -432,6 +595,33 @@ mod round_trip {
             let text = String::from_utf8(out).unwrap();
             prop_assert!(text.starts_with("%%MatrixMarket matrix coordinate real symmetric\n"));
             prop_assert_eq!(&s, &io::read_csr_from_str::<f64>(&text).unwrap());
+        }
+
+        /// The class of permissive layouts: any mix of them reads as the plain file does.
+        #[test]
+        fn permissive_layouts_read_as_the_plain_file(a in csr_strategy(), symmetric in any::<bool>(), seed in any::<u64>()) {
+            let (a, symmetry) = if symmetric && a.nrows() == a.ncols() {
+                // A + A^T, written as its lower triangle.
+                let mut coo = spgpu::CooMatrix::new(a.nrows(), a.ncols()).unwrap();
+                for i in 0..a.nrows() {
+                    let (cols, vals) = a.row(i);
+                    for (&j, &v) in cols.iter().zip(vals) {
+                        coo.push(i, j as usize, v).unwrap();
+                        coo.push(j as usize, i, v).unwrap();
+                    }
+                }
+                (coo.to_csr(), MmSymmetry::Symmetric)
+            } else {
+                (a, MmSymmetry::General)
+            };
+            let mut out = Vec::new();
+            io::write_csr_to_writer(&mut out, &a, symmetry).unwrap();
+            let plain = String::from_utf8(out).unwrap();
+            let messy = permissive_layout(&plain, seed);
+            let b = io::read_csr_from_str::<f64>(&messy);
+            prop_assert!(b.is_ok(), "{:?}\n{messy:?}", b);
+            prop_assert_eq!(&a, &b.unwrap());
+            prop_assert_eq!(&a, &io::read_csr_from_reader::<f64>(messy.as_bytes()).unwrap());
         }
 
         #[test]

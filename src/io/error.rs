@@ -137,20 +137,77 @@ impl MatrixMarketError {
     }
 }
 
-/// The offending text as a person reads it: trailing line end removed, at most
-/// [`MAX_TEXT`] characters, invalid UTF-8 replaced.
+/// Longest excerpt of a token (a keyword, a number) quoted in an error's detail, in
+/// characters.
+pub(crate) const MAX_TOKEN: usize = 40;
+
+/// The offending text as a person reads it: line end and surrounding blanks removed,
+/// non-printable bytes escaped ([`escape`]), at most [`MAX_TEXT`] characters.
 fn shorten(text: &[u8]) -> String {
-    let text = text.strip_suffix(b"\n").unwrap_or(text);
-    let text = text.strip_suffix(b"\r").unwrap_or(text);
-    // Never decode more than a bounded prefix: lines can be megabytes long.
-    let head = &text[..text.len().min(4 * MAX_TEXT)];
-    let s = String::from_utf8_lossy(head);
-    let s = s.trim();
-    let mut out: String = s.chars().take(MAX_TEXT).collect();
-    if s.chars().count() > MAX_TEXT || head.len() < text.len() {
+    escape(text.trim_ascii(), MAX_TEXT)
+}
+
+/// `bytes` as text that is safe to print on a terminal, at most `max` characters of it
+/// (then `...`): printable ASCII and printable UTF-8 as they are; tab, CR, LF and backslash
+/// as `\t`, `\r`, `\n`, `\\`; other control bytes and invalid UTF-8 as `\xNN`; invisible or
+/// direction-changing Unicode characters as `\u{NNNN}`. A binary file shows as escapes, never
+/// as raw control characters.
+///
+/// Only a bounded prefix is looked at: lines and tokens can be megabytes long.
+pub(crate) fn escape(bytes: &[u8], max: usize) -> String {
+    use std::fmt::Write;
+    let head = &bytes[..bytes.len().min(4 * max)];
+    let mut out = String::new();
+    let mut piece = String::new();
+    let mut shown = 0; // characters in `out`
+    let mut complete = head.len() == bytes.len();
+    'chunks: for chunk in head.utf8_chunks() {
+        let valid = chunk.valid().chars().map(Ok);
+        let invalid = chunk.invalid().iter().map(|&b| Err(b));
+        for c in valid.chain(invalid) {
+            piece.clear();
+            // Writing to a String cannot fail.
+            let _ = match c {
+                Ok('\\') => write!(piece, "\\\\"),
+                Ok('\t') => write!(piece, "\\t"),
+                Ok('\r') => write!(piece, "\\r"),
+                Ok('\n') => write!(piece, "\\n"),
+                Ok(c) if c.is_ascii_control() => write!(piece, "\\x{:02x}", c as u32),
+                Ok(c) if is_invisible(c) => write!(piece, "\\u{{{:04x}}}", c as u32),
+                Ok(c) => write!(piece, "{c}"),
+                Err(b) => write!(piece, "\\x{b:02x}"),
+            };
+            let len = piece.chars().count();
+            if shown + len > max {
+                complete = false;
+                break 'chunks;
+            }
+            out.push_str(&piece);
+            shown += len;
+        }
+    }
+    if !complete {
         out.push_str("...");
     }
     out
+}
+
+/// Characters that print nothing or change how the rest of a line displays: C1 controls,
+/// format characters (soft hyphen, zero-width characters, direction marks, embeddings,
+/// overrides and isolates, the byte order mark), line and paragraph separators.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x80..=0x9f
+            | 0xad
+            | 0x061c
+            | 0x180e
+            | 0x200b..=0x200f
+            | 0x2028..=0x202e
+            | 0x2060..=0x206f
+            | 0xfeff
+            | 0xfff9..=0xfffb
+    )
 }
 
 impl fmt::Display for MatrixMarketError {
@@ -183,6 +240,19 @@ mod tests {
         let s = shorten(&long);
         assert_eq!(s.chars().count(), MAX_TEXT + 3);
         assert!(s.ends_with("..."));
+    }
+
+    #[test]
+    fn non_printable_bytes_are_escaped() {
+        assert_eq!(shorten(b"1 1 \x00\x01\x1b[31m\x7f\n"), "1 1 \\x00\\x01\\x1b[31m\\x7f");
+        // Invalid UTF-8 byte by byte; valid, printable UTF-8 kept; invisible characters
+        // and tabs escaped; a backslash doubled so that escapes are unambiguous.
+        assert_eq!(shorten(b"\xff\xfe \xc3\xa9 \xe2\x80\xae\tx\\y"), "\\xff\\xfe \u{e9} \\u{202e}\\tx\\\\y");
+        // A long binary line: at most MAX_TEXT characters, never a partial escape.
+        let s = shorten(&[0u8; 500]);
+        assert_eq!(s, format!("{}...", "\\x00".repeat(MAX_TEXT / 4)));
+        assert!(escape(b"abc", 2).ends_with("ab..."));
+        assert!(!shorten(&(0u8..=255).collect::<Vec<_>>()).chars().any(char::is_control));
     }
 
     #[test]

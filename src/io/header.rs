@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::error::{MatrixMarketError, MatrixMarketErrorKind as K};
+use super::error::{escape, MatrixMarketError, MatrixMarketErrorKind as K, MAX_TOKEN};
 use super::number::{parse_u64, NumError};
 use crate::INDEX_LIMIT;
 
@@ -162,12 +162,24 @@ pub(crate) struct Banner {
     pub symmetry: MmSymmetry,
 }
 
-/// Parses the banner line (line 1).
-pub(crate) fn parse_banner(line: &[u8]) -> Result<Banner, MatrixMarketError> {
-    let err = |kind, detail: String| MatrixMarketError::new(kind, 1, detail, line);
+/// Whether a line holds nothing but blanks (spaces, tabs, a CR) and its line end.
+pub(crate) fn is_blank_line(line: &[u8]) -> bool {
+    line.iter().all(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// Whether `word` opens a banner: `%%MatrixMarket`, or `%MatrixMarket` as some writers emit
+/// it, in any case.
+fn is_banner_word(word: &[u8]) -> bool {
+    let rest = word.strip_prefix(b"%%").or_else(|| word.strip_prefix(b"%"));
+    rest.is_some_and(|r| r.eq_ignore_ascii_case(b"MatrixMarket"))
+}
+
+/// Parses the banner line (`line_no`: its 1-based number; lines before it are blank).
+pub(crate) fn parse_banner(line: &[u8], line_no: usize) -> Result<Banner, MatrixMarketError> {
+    let err = |kind, detail: String| MatrixMarketError::new(kind, line_no, detail, line);
     let f: Vec<&[u8]> = fields(line).take(6).collect();
-    if !f.first().is_some_and(|b| b.eq_ignore_ascii_case(b"%%MatrixMarket")) {
-        return Err(err(K::Banner, "the first line must start with %%MatrixMarket".into()));
+    if !f.first().is_some_and(|b| is_banner_word(b)) {
+        return Err(err(K::Banner, "the first line that is not blank must be a %%MatrixMarket banner".into()));
     }
     if f.len() < 5 {
         return Err(err(K::Banner, "expected '%%MatrixMarket object format field symmetry'".into()));
@@ -175,16 +187,18 @@ pub(crate) fn parse_banner(line: &[u8]) -> Result<Banner, MatrixMarketError> {
     if f.len() > 5 {
         return Err(err(K::Banner, "unexpected text after the symmetry keyword".into()));
     }
+    // Keywords match in any case; an unknown one is quoted as written.
     let word = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_lowercase();
+    let quoted = |i: usize| format!("'{}'", escape(f[i], MAX_TOKEN));
     let object = match word(f[1]).as_str() {
         "matrix" => MmObject::Matrix,
         "vector" => MmObject::Vector,
-        w => return Err(err(K::UnknownObject, format!("'{w}'"))),
+        _ => return Err(err(K::UnknownObject, quoted(1))),
     };
     let format = match word(f[2]).as_str() {
         "coordinate" => MmFormat::Coordinate,
         "array" => MmFormat::Array,
-        w => return Err(err(K::UnknownFormat, format!("'{w}'"))),
+        _ => return Err(err(K::UnknownFormat, quoted(2))),
     };
     let field = match word(f[3]).as_str() {
         "real" | "double" => MmField::Real,
@@ -193,14 +207,14 @@ pub(crate) fn parse_banner(line: &[u8]) -> Result<Banner, MatrixMarketError> {
         "complex" => {
             return Err(err(K::Complex, "convert the file to real or read it with a complex-capable tool".into()))
         }
-        w => return Err(err(K::UnknownField, format!("'{w}'"))),
+        _ => return Err(err(K::UnknownField, quoted(3))),
     };
     let symmetry = match word(f[4]).as_str() {
         "general" => MmSymmetry::General,
         "symmetric" => MmSymmetry::Symmetric,
         "skew-symmetric" => MmSymmetry::SkewSymmetric,
         "hermitian" => MmSymmetry::Hermitian,
-        w => return Err(err(K::UnknownSymmetry, format!("'{w}'"))),
+        _ => return Err(err(K::UnknownSymmetry, quoted(4))),
     };
     if format == MmFormat::Array && field == MmField::Pattern {
         return Err(err(K::Unsupported, "an array file cannot have a pattern field".into()));
@@ -232,12 +246,12 @@ pub(crate) fn parse_size_line(b: Banner, line: &[u8], line_no: usize) -> Result<
         let v = match parse_u64(f) {
             Ok(v) => v,
             Err(NumError::Range) => {
-                return Err(err(K::TooLarge, format!("{} {} overflows", wanted[count], String::from_utf8_lossy(f))))
+                return Err(err(K::TooLarge, format!("{} {} overflows", wanted[count], escape(f, MAX_TOKEN))))
             }
             Err(NumError::Syntax) => {
                 return Err(err(
                     K::SizeLine,
-                    format!("{} '{}' is not a whole number", wanted[count], String::from_utf8_lossy(f)),
+                    format!("{} '{}' is not a whole number", wanted[count], escape(f, MAX_TOKEN)),
                 ))
             }
         };

@@ -52,6 +52,7 @@
 
 mod error;
 mod header;
+mod memory;
 mod number;
 mod read;
 mod write;
@@ -62,16 +63,21 @@ use std::path::Path;
 
 pub use error::{MatrixMarketError, MatrixMarketErrorKind};
 pub use header::{MatrixMarketHeader, MmField, MmFormat, MmObject, MmSymmetry};
+pub use memory::{available_host_memory, check_memory, memory_limit, set_memory_limit};
 pub use write::{write_csr_to_writer, write_vector_to_writer};
 
 use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar};
 use read::{decompressing, read_header_from, read_parsed, Parsed, Source};
 
-/// Names `path` in an error: the file of a Matrix Market error, the file of an I/O error.
+/// Names `path` in an error: the file of a Matrix Market error, the file of an I/O error,
+/// the file whose matrix would not fit in memory.
 fn at_path(path: &Path) -> impl Fn(Error) -> Error + '_ {
     move |e| match e {
         Error::MatrixMarket(m) => Error::MatrixMarket(m.with_path(path)),
         Error::Io { path: None, source } => Error::Io { path: Some(path.to_path_buf()), source },
+        Error::InsufficientMemory { what, memory, needed, available, hint } => {
+            Error::InsufficientMemory { what: format!("{}: {what}", path.display()), memory, needed, available, hint }
+        }
         e => e,
     }
 }

@@ -21,8 +21,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::error::{MatrixMarketError, MatrixMarketErrorKind as K};
-use super::header::{parse_banner, parse_size_line, MatrixMarketHeader, MmField, MmFormat, MmObject, MmSymmetry};
+use super::error::{escape, MatrixMarketError, MatrixMarketErrorKind as K, MAX_TOKEN};
+use super::header::{
+    is_blank_line, parse_banner, parse_size_line, MatrixMarketHeader, MmField, MmFormat, MmObject, MmSymmetry,
+};
+use super::memory;
 use super::number::{parse_f32, parse_f64, parse_i64, parse_u64, NumError};
 use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar, INDEX_LIMIT};
 
@@ -204,11 +207,18 @@ pub(crate) fn decompressing<'r>(mut reader: impl Read + Send + 'r) -> Result<(Bo
 
 /// Reads the banner, comments and size line. Returns the header and the size line's text.
 pub(crate) fn read_header_from(src: &mut Source<'_>) -> Result<(MatrixMarketHeader, Vec<u8>)> {
-    let Some((_, first)) = src.next_line()? else {
-        return Err(MatrixMarketError::new(K::Banner, 1, "the file is empty", b"").into());
+    // The banner: the first line that is not blank (a UTF-8 byte order mark may open the
+    // file).
+    let banner = loop {
+        let Some((no, line)) = src.next_line()? else {
+            let detail = if src.line == 1 { "the file is empty" } else { "the file holds only blank lines" };
+            return Err(MatrixMarketError::new(K::Banner, src.line, detail, b"").into());
+        };
+        let line = if no == 1 { line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line) } else { line };
+        if !is_blank_line(line) {
+            break parse_banner(line, no)?;
+        }
     };
-    let first = first.strip_prefix(b"\xef\xbb\xbf").unwrap_or(first); // a UTF-8 byte order mark
-    let banner = parse_banner(first)?;
     loop {
         match src.next_line()? {
             None => {
@@ -217,8 +227,7 @@ pub(crate) fn read_header_from(src: &mut Source<'_>) -> Result<(MatrixMarketHead
                 )
             }
             Some((no, line)) => {
-                let t = line.trim_ascii_start();
-                if t.is_empty() || t[0] == b'%' {
+                if is_blank_line(line) || line.trim_ascii_start().first() == Some(&b'%') {
                     continue;
                 }
                 let header = parse_size_line(banner, line, no)?;
@@ -345,20 +354,16 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
                 match parse_u64(tok) {
                     _ if tok.is_empty() => fail!(K::BadEntry, "missing {} index", $what),
                     Ok(v) => v,
-                    Err(NumError::Range) => fail!(
-                        K::IndexOutOfRange,
-                        "{} index {} is outside 1..={}",
-                        $what,
-                        String::from_utf8_lossy(tok),
-                        $dim
-                    ),
+                    Err(NumError::Range) => {
+                        fail!(K::IndexOutOfRange, "{} index {} is outside 1..={}", $what, escape(tok, MAX_TOKEN), $dim)
+                    }
                     Err(NumError::Syntax)
                         if tok.len() > 1 && tok[0] == b'-' && tok[1..].iter().all(u8::is_ascii_digit) =>
                     {
-                        fail!(K::IndexOutOfRange, "{} index {} is negative", $what, String::from_utf8_lossy(tok))
+                        fail!(K::IndexOutOfRange, "{} index {} is negative", $what, escape(tok, MAX_TOKEN))
                     }
                     Err(NumError::Syntax) => {
-                        fail!(K::BadNumber, "{} index '{}' is not a whole number", $what, String::from_utf8_lossy(tok))
+                        fail!(K::BadNumber, "{} index '{}' is not a whole number", $what, escape(tok, MAX_TOKEN))
                     }
                 }
             } else {
@@ -372,7 +377,8 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
     }
     while pos < n {
         line_start = pos;
-        while pos < n && (buf[pos] == b' ' || buf[pos] == b'\t') {
+        // Indentation; a line of blanks (spaces, tabs, CRs) is skipped.
+        while pos < n && is_blank(buf[pos]) {
             pos += 1;
         }
         if pos == n {
@@ -381,12 +387,6 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
         match buf[pos] {
             b'\n' => {
                 pos += 1;
-                line += 1;
-                continue;
-            }
-            b'\r' if pos + 1 == n => break,
-            b'\r' if buf[pos + 1] == b'\n' => {
-                pos += 2;
                 line += 1;
                 continue;
             }
@@ -403,7 +403,8 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
             _ => {}
         }
         if p.vals.len() == limit {
-            fail!(K::TooManyEntries, "the size line announces {limit} entries in all and this is one more");
+            // The caller states the counts in the detail.
+            fail!(K::TooManyEntries, "one entry past the count on the size line");
         }
         let mut r = 0u32;
         let mut c = 0u32;
@@ -420,9 +421,9 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
                 let parsed = if lay.single { parse_f32(tok).map(|x| x as f64) } else { parse_f64(tok) };
                 match parsed {
                     Ok(x) => T::from_f64(x),
-                    Err(NumError::Syntax) => fail!(K::BadNumber, "value '{}'", String::from_utf8_lossy(tok)),
+                    Err(NumError::Syntax) => fail!(K::BadNumber, "value '{}'", escape(tok, MAX_TOKEN)),
                     Err(NumError::Range) => {
-                        fail!(K::NumberOutOfRange, "value {} overflows {}", String::from_utf8_lossy(tok), T::NAME)
+                        fail!(K::NumberOutOfRange, "value {} overflows {}", escape(tok, MAX_TOKEN), T::NAME)
                     }
                 }
             }
@@ -431,9 +432,9 @@ fn parse_piece<T: Scalar>(buf: &[u8], lay: &Layout, limit: usize, p: &mut Piece<
                 match parse_i64(tok) {
                     // One rounding, to the element type (exact where representable).
                     Ok(x) => T::from_f64(if lay.single { x as f32 as f64 } else { x as f64 }),
-                    Err(NumError::Syntax) => fail!(K::BadNumber, "integer value '{}'", String::from_utf8_lossy(tok)),
+                    Err(NumError::Syntax) => fail!(K::BadNumber, "integer value '{}'", escape(tok, MAX_TOKEN)),
                     Err(NumError::Range) => {
-                        fail!(K::NumberOutOfRange, "integer value {} overflows i64", String::from_utf8_lossy(tok))
+                        fail!(K::NumberOutOfRange, "integer value {} overflows i64", escape(tok, MAX_TOKEN))
                     }
                 }
             }
@@ -473,23 +474,31 @@ impl<T> Piece<T> {
 }
 
 /// Appends the pieces' triplets to the file's, in order, copying the pieces in parallel.
-fn append_pieces<T: Scalar>(pieces: &[Piece<T>], rows: &mut Vec<u32>, cols: &mut Vec<u32>, vals: &mut Vec<T>) {
-    append_parallel(pieces, rows, |p| &p.rows);
-    append_parallel(pieces, cols, |p| &p.cols);
-    append_parallel(pieces, vals, |p| &p.vals);
+fn append_pieces<T: Scalar>(
+    pieces: &[Piece<T>],
+    rows: &mut Vec<u32>,
+    cols: &mut Vec<u32>,
+    vals: &mut Vec<T>,
+) -> Result<()> {
+    append_parallel(pieces, rows, "row indices", |p| &p.rows)?;
+    append_parallel(pieces, cols, "column indices", |p| &p.cols)?;
+    append_parallel(pieces, vals, "values", |p| &p.vals)
 }
 
-/// Appends `part(piece)` for every piece to `out`, each piece copied by its own task.
+/// Appends `part(piece)` for every piece to `out` (the `what` of the entries read so far),
+/// each piece copied by its own task.
 fn append_parallel<P: Sync, E: Copy + Send + Sync>(
     pieces: &[P],
     out: &mut Vec<E>,
+    what: &str,
     part: impl Fn(&P) -> &Vec<E> + Sync,
-) {
+) -> Result<()> {
     let total: usize = pieces.iter().map(|p| part(p).len()).sum();
     if total == 0 {
-        return;
+        return Ok(());
     }
-    out.reserve(total);
+    let len = out.len() + total;
+    memory::reserve(out, total, || format!("the {what} of the first {len} entries"))?;
     let old = out.len();
     let mut slots = Vec::with_capacity(pieces.len());
     let mut rest = &mut out.spare_capacity_mut()[..total];
@@ -506,6 +515,7 @@ fn append_parallel<P: Sync, E: Copy + Send + Sync>(
     // SAFETY: the `total` slots after the old length were each written above (the pieces'
     // lengths sum to `total`, and every slot was paired with one element of its piece).
     unsafe { out.set_len(old + total) };
+    Ok(())
 }
 
 /// Cuts `chunk` (whole lines) into pieces for parallel parsing.
@@ -536,6 +546,30 @@ pub(crate) struct Parsed<T> {
     vals: Vec<T>,
 }
 
+/// What the parse of one chunk found.
+enum Step {
+    /// All its entries were taken; it held this many lines.
+    Lines(usize),
+    /// An entry past the count on the size line (the error, at that entry's line), and the
+    /// entries of the file up to the end of this chunk, counted as non-blank, non-comment
+    /// lines from that entry's piece on.
+    TooMany(MatrixMarketError, usize),
+}
+
+/// `n` entries, in words.
+fn entries(n: usize) -> String {
+    if n == 1 {
+        "1 entry".to_string()
+    } else {
+        format!("{n} entries")
+    }
+}
+
+/// The entry lines in `buf` (whole lines): those that are neither blank nor a comment.
+fn count_entry_lines(buf: &[u8]) -> usize {
+    buf.split(|&c| c == b'\n').filter(|l| l.iter().find(|&&c| !is_blank(c)).is_some_and(|&c| c != b'%')).count()
+}
+
 /// Reads a whole file: header and entries.
 pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64>) -> Result<Parsed<T>> {
     let (header, size_text) = read_header_from(src)?;
@@ -560,14 +594,16 @@ pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64
         _ => 6,
     };
     let cap = expected.min(size_hint.map_or(1 << 16, |h| usize::try_from(h / min_line).unwrap_or(usize::MAX)));
-    let mut rows: Vec<u32> = Vec::with_capacity(if lay.indices >= 1 { cap } else { 0 });
-    let mut cols: Vec<u32> = Vec::with_capacity(if lay.indices == 2 { cap } else { 0 });
-    let mut vals: Vec<T> = Vec::with_capacity(cap);
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    let what = |part: &'static str| move || format!("the {part} of {cap} entries");
+    memory::reserve_exact(&mut rows, if lay.indices >= 1 { cap } else { 0 }, what("row indices"))?;
+    memory::reserve_exact(&mut cols, if lay.indices == 2 { cap } else { 0 }, what("column indices"))?;
+    memory::reserve_exact(&mut vals, cap, what("values"))?;
     let mut ends_with_newline = true;
     // Piece buffers, reused from chunk to chunk (no fresh memory to fault in each time).
     let mut pool: Vec<Piece<T>> = Vec::new();
-    loop {
-        let step = src.with_next_chunk(|first_line, chunk| -> Result<usize> {
+    let too_many = loop {
+        let step = src.with_next_chunk(|first_line, chunk| -> Result<Step> {
             ends_with_newline = chunk.last() == Some(&b'\n');
             let ranges = pieces(chunk);
             while pool.len() < ranges.len() {
@@ -591,7 +627,12 @@ pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64
                     parse_piece::<T>(&chunk[range.clone()], &lay, remaining, &mut again);
                     let mut e = again.error.expect("a piece with more entries than the limit stops with an error");
                     e.line += line;
-                    return Err(e.into());
+                    if e.kind != K::TooManyEntries {
+                        return Err(e.into());
+                    }
+                    // The entries before this piece, and the entry lines from its start on.
+                    let held = count + count_entry_lines(&chunk[range.start..]);
+                    return Ok(Step::TooMany(e, held));
                 }
                 if let Some(e) = &piece.error {
                     let mut e = e.clone();
@@ -602,20 +643,38 @@ pub(crate) fn read_parsed<T: Scalar>(src: &mut Source<'_>, size_hint: Option<u64
                 line += piece.lines;
                 take += 1;
             }
-            append_pieces(&used[..take], &mut rows, &mut cols, &mut vals);
-            Ok(line - first_line)
+            append_pieces(&used[..take], &mut rows, &mut cols, &mut vals)?;
+            Ok(Step::Lines(line - first_line))
         })?;
-        match step {
-            None => break,
-            Some(lines) => src.advance_lines(lines?),
+        match step.transpose()? {
+            None => break None,
+            Some(Step::Lines(lines)) => src.advance_lines(lines),
+            Some(Step::TooMany(e, held)) => break Some((e, held)),
         }
+    };
+    if let Some((mut e, mut held)) = too_many {
+        // Count the entry lines in the rest of the input, to say how many the file holds.
+        let mut complete = true;
+        loop {
+            match src.with_next_chunk(|_, chunk| count_entry_lines(chunk)) {
+                Ok(Some(n)) => held += n,
+                Ok(None) => break,
+                Err(_) => {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+        let at_least = if complete { "" } else { "at least " };
+        e.detail = format!("the size line announces {}, the file holds {at_least}{held}", entries(expected));
+        return Err(e.into());
     }
     if vals.len() < expected {
         let eof_line = if ends_with_newline { src.line } else { src.line + 1 };
         return Err(MatrixMarketError::new(
             K::TooFewEntries,
             eof_line,
-            format!("the size line announces {expected} entries, the file ends after {}", vals.len()),
+            format!("the size line announces {}, the file holds {}", entries(expected), vals.len()),
             b"",
         )
         .into());
@@ -629,14 +688,22 @@ impl<T: Scalar> Parsed<T> {
         MatrixMarketError::new(kind, self.header.size_line, detail, &self.size_text).into()
     }
 
-    /// The stored entries as `(rows, cols, vals)` triplets: array values placed by position
-    /// (zeros dropped), vector indices in column 0. Symmetry not expanded.
-    fn into_triplets(self) -> (MatrixMarketHeader, Vec<u8>, Vec<u32>, Vec<u32>, Vec<T>) {
+    /// The stored entries as coordinate triplets (`rows`, `cols`, `vals`): array values
+    /// placed by position (zeros dropped), vector indices in column 0. Symmetry not expanded.
+    fn into_triplets(self) -> Result<Parsed<T>> {
         let Parsed { header, size_text, mut rows, mut cols, mut vals } = self;
         match (header.format, header.object) {
             (MmFormat::Coordinate, MmObject::Matrix) => {}
-            (MmFormat::Coordinate, MmObject::Vector) => cols = vec![0; rows.len()],
+            (MmFormat::Coordinate, MmObject::Vector) => {
+                // SAFETY: all-zero bytes are the u32 0.
+                cols =
+                    unsafe { memory::zeroed(rows.len(), || format!("the column indices of {}", entries(rows.len()))) }?;
+            }
             (MmFormat::Array, _) => {
+                let nonzeros = vals.iter().filter(|&&v| v != T::ZERO).count();
+                let what = |part: &'static str| move || format!("the {part} of {nonzeros} nonzero values");
+                memory::reserve_exact(&mut rows, nonzeros, what("row indices"))?;
+                memory::reserve_exact(&mut cols, nonzeros, what("column indices"))?;
                 // Column-major: column j holds rows j.. (symmetric), j+1.. (skew) or 0.. .
                 let first_row = |j: usize| match header.symmetry {
                     MmSymmetry::General => 0,
@@ -646,6 +713,9 @@ impl<T: Scalar> Parsed<T> {
                 let mut k = 0;
                 let mut kept = 0;
                 for j in 0..header.ncols {
+                    if k == vals.len() {
+                        break; // no more values (a matrix of no rows has up to 2^31 - 1 columns)
+                    }
                     for i in first_row(j)..header.nrows {
                         let v = vals[k];
                         k += 1;
@@ -661,7 +731,7 @@ impl<T: Scalar> Parsed<T> {
                 vals.shrink_to_fit();
             }
         }
-        (header, size_text, rows, cols, vals)
+        Ok(Parsed { header, size_text, rows, cols, vals })
     }
 
     /// Assembles CSR: symmetry expanded, columns sorted, duplicates summed.
@@ -669,7 +739,7 @@ impl<T: Scalar> Parsed<T> {
         let nrows = self.header.nrows;
         let symmetry = self.header.symmetry;
         let size_line = self.header.size_line;
-        let (header, size_text, rows, cols, vals) = self.into_triplets();
+        let Parsed { header, size_text, rows, cols, vals } = self.into_triplets()?;
         let mirrored = symmetry.is_mirrored();
         let total =
             if mirrored { vals.len() + rows.iter().zip(&cols).filter(|(r, c)| r != c).count() } else { vals.len() };
@@ -682,7 +752,12 @@ impl<T: Scalar> Parsed<T> {
             )
             .into());
         }
-        let mut offsets = vec![0u32; nrows + 1];
+        // The offsets are as many as the rows on the size line, whatever the entries: check
+        // that they fit before allocating.
+        let shape = format!("a {nrows} x {} matrix (size line {size_line})", header.ncols);
+        // SAFETY (all four `zeroed` calls): all-zero bytes are the u32 0, and the f32 or f64
+        // +0.0 (`Scalar` is sealed: it is implemented for f32 and f64 only).
+        let mut offsets: Vec<u32> = unsafe { memory::zeroed(nrows + 1, || format!("the row offsets of {shape}")) }?;
         let (cols, vals) = if !mirrored && rows.par_windows(2).all(|w| w[0] <= w[1]) {
             // Rows already in order (as most writers emit them): the triplets are CSR, and
             // `offsets[i]` is the number of entries in rows before `i`.
@@ -707,8 +782,10 @@ impl<T: Scalar> Parsed<T> {
                 }
             }
             prefix_sum(&mut offsets);
-            let mut next = offsets[..nrows].to_vec();
-            let mut new_cols = vec![0u32; total];
+            let mut next: Vec<u32> = unsafe { memory::zeroed(nrows, || format!("the row cursors of {shape}")) }?;
+            next.copy_from_slice(&offsets[..nrows]);
+            let what = |part: &'static str| move || format!("the {part} of {}", entries(total));
+            let mut new_cols: Vec<u32> = unsafe { memory::zeroed(total, what("column indices")) }?;
             for (&r, &c) in rows.iter().zip(&cols) {
                 new_cols[next[r as usize] as usize] = c;
                 next[r as usize] += 1;
@@ -724,7 +801,7 @@ impl<T: Scalar> Parsed<T> {
                 Vec::new()
             };
             next.copy_from_slice(&offsets[..nrows]);
-            let mut new_vals = vec![T::ZERO; total];
+            let mut new_vals: Vec<T> = unsafe { memory::zeroed(total, what("values")) }?;
             let skew = symmetry == MmSymmetry::SkewSymmetric;
             for (k, (&r, &v)) in rows.iter().zip(&vals).enumerate() {
                 new_vals[next[r as usize] as usize] = v;
@@ -754,7 +831,7 @@ impl<T: Scalar> Parsed<T> {
     /// Assembles COO: symmetry expanded, duplicates kept, entries in file order (mirrors
     /// after all stored entries).
     pub(crate) fn into_coo(self) -> Result<CooMatrix<T>> {
-        let (header, size_text, mut rows, mut cols, mut vals) = self.into_triplets();
+        let Parsed { header, size_text, mut rows, mut cols, mut vals } = self.into_triplets()?;
         if header.symmetry.is_mirrored() {
             let n = vals.len();
             let extra = (0..n).filter(|&k| rows[k] != cols[k]).count();
@@ -767,9 +844,10 @@ impl<T: Scalar> Parsed<T> {
                 )
                 .into());
             }
-            rows.reserve_exact(extra);
-            cols.reserve_exact(extra);
-            vals.reserve_exact(extra);
+            let what = |part: &'static str| move || format!("the {part} of {} mirrored", entries(extra));
+            memory::reserve_exact(&mut rows, extra, what("row indices"))?;
+            memory::reserve_exact(&mut cols, extra, what("column indices"))?;
+            memory::reserve_exact(&mut vals, extra, what("values"))?;
             let skew = header.symmetry == MmSymmetry::SkewSymmetric;
             for k in 0..n {
                 if rows[k] != cols[k] {
@@ -794,8 +872,11 @@ impl<T: Scalar> Parsed<T> {
         }
         // Coordinate entries, or a 1 x 1 symmetric array (whose one column is at most its
         // diagonal).
-        let (header, _, rows, _, vals) = self.into_triplets();
-        let mut out = vec![T::ZERO; header.nrows];
+        let Parsed { header, rows, vals, .. } = self.into_triplets()?;
+        let n = header.nrows;
+        // SAFETY: all-zero bytes are the f32 or f64 +0.0 (`Scalar` is sealed: f32 and f64).
+        let mut out: Vec<T> =
+            unsafe { memory::zeroed(n, || format!("a vector of length {n} (size line {})", header.size_line)) }?;
         for (&r, &v) in rows.iter().zip(&vals) {
             out[r as usize] += v;
         }

@@ -30,10 +30,10 @@ pub struct Args {
 }
 
 fn convert<T: Scalar>(args: &Args) -> CliResult {
-    let a = io::load_matrix::<T>(&args.input)?;
+    let a = crate::load_matrix::<T>(&args.input)?;
     let symmetry = if args.symmetric { MmSymmetry::Symmetric } else { MmSymmetry::General };
     io::write_csr(&args.output, &a, symmetry)?;
-    println!(
+    outln!(
         "wrote {}: {} x {}, {} entries, coordinate real {} ({})",
         args.output.display(),
         a.nrows(),
@@ -41,7 +41,7 @@ fn convert<T: Scalar>(args: &Args) -> CliResult {
         a.nnz(),
         symmetry.keyword(),
         T::NAME
-    );
+    )?;
     Ok(())
 }
 

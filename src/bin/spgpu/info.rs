@@ -56,43 +56,43 @@ fn symmetry(a: &CsrMatrix<f64>) -> Option<Symmetry> {
 /// Runs `spgpu info`.
 pub fn run(args: Args) -> CliResult {
     let a: CsrMatrix<f64> = if args.matrix.starts_with("gen:") {
-        let a = spgpu::gen::from_spec(&args.matrix)?;
-        println!("matrix:          {} (generated)", args.matrix);
-        println!("stored entries:  {}", a.nnz());
+        let a = crate::load_matrix(&args.matrix)?;
+        outln!("matrix:          {} (generated)", args.matrix)?;
+        outln!("stored entries:  {}", a.nnz())?;
         a
     } else {
         let (h, a) = io::read_csr_with_header::<f64>(&args.matrix)?;
-        println!("file:            {}", args.matrix);
-        println!(
+        outln!("file:            {}", args.matrix)?;
+        outln!(
             "banner:          %%MatrixMarket {} {} {} {}",
             h.object.keyword(),
             h.format.keyword(),
             h.field.keyword(),
             h.symmetry.keyword()
-        );
-        println!("stored entries:  {} (in the file)", h.entries);
+        )?;
+        outln!("stored entries:  {} (in the file)", h.entries)?;
         a
     };
-    println!("dimensions:      {} x {}", a.nrows(), a.ncols());
+    outln!("dimensions:      {} x {}", a.nrows(), a.ncols())?;
     let cells = a.nrows() as f64 * a.ncols() as f64;
     let density = if cells > 0.0 { a.nnz() as f64 / cells } else { 0.0 };
-    println!("nnz:             {} (symmetry expanded, duplicates summed; density {density:.3e})", a.nnz());
+    outln!("nnz:             {} (symmetry expanded, duplicates summed; density {density:.3e})", a.nnz())?;
     let stats = a.row_stats();
-    print!("{stats}");
+    out!("{stats}")?;
     match symmetry(&a) {
-        None => println!("symmetry:        none (not square)"),
+        None => outln!("symmetry:        none (not square)")?,
         Some(s) => {
             let pct = if s.off_diagonal == 0 { 100.0 } else { 100.0 * s.mirrored as f64 / s.off_diagonal as f64 };
             let structural = if s.mirrored == s.off_diagonal { "yes" } else { "no" };
-            println!(
+            outln!(
                 "symmetry:        structurally symmetric: {structural} ({pct:.1}% of {} off-diagonal entries mirrored); \
                  numerically symmetric: {}",
                 s.off_diagonal,
                 if s.numerically { "yes" } else { "no" }
-            );
+            )?;
         }
     }
     // The plan the GPU code would choose (warp of 32); its text starts "SpMV plan:".
-    println!("{}", SpmvPlan::from_stats(&stats, 32).explain().trim_end());
+    outln!("{}", SpmvPlan::from_stats(&stats, 32).explain().trim_end())?;
     Ok(())
 }

@@ -1,8 +1,32 @@
 //! The `spgpu` command line: `info`, `convert`, `gen`, `spmv`, `cg` and `bench`.
 //!
 //! Each subcommand lives in its own module with an `Args` struct (clap) and a `run`
-//! function. Errors are printed as one line, `spgpu: <message>`, with a non-zero exit and
-//! no backtrace.
+//! function. Errors are printed as one line, `spgpu: <message>`, with no backtrace, and the
+//! exit status says what kind of fault it was ([`EXIT_STATUS`], `docs/cli.md`): 0 success,
+//! 1 failure, 2 usage error. Output goes through [`outln!`] and [`out!`], whose failures are
+//! errors, so that a closed pipe (`spgpu info m.mtx | head -1`) ends the command quietly.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Writes a line to standard output, like `println!`, but returns the write's result
+/// (for `?`) instead of panicking when standard output is closed.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// Writes to standard output, like `print!`, returning the write's result (see [`outln!`]).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
 
 mod bench;
 mod cg;
@@ -11,15 +35,37 @@ mod gen;
 mod info;
 mod spmv;
 
-use clap::{Parser, Subcommand};
-use std::process::ExitCode;
-
 /// What a subcommand returns: any error is printed on one line.
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A fault of the command line itself (a malformed or missing argument, options that do
+/// not go together), found by a subcommand rather than by clap: printed on one line like
+/// any error, with exit status 2 like clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The exit status of `spgpu`, as `spgpu --help` shows it (and `docs/cli.md`).
+const EXIT_STATUS: &str = "\
+Exit status:
+  0    success; also when the reader of the output closes it early (`spgpu info m.mtx | head -1`)
+  1    the command failed: a file that cannot be read or is malformed (the message names the
+       file and line), not enough memory, a GPU error, a result that fails its check, a solve
+       that does not converge
+  2    usage error: an unknown subcommand or option, a missing or malformed argument (a `gen:`
+       name included), options that do not go together
+  101  an internal error (a panic): a bug, please report it";
+
 /// Sparse matrix-vector products and conjugate gradient on NVIDIA GPUs.
 #[derive(Parser)]
-#[command(name = "spgpu", version, about, long_about = None)]
+#[command(name = "spgpu", version, about, long_about = None, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,21 +87,138 @@ enum Command {
     Bench(bench::Args),
 }
 
+/// Loads the matrix named on the command line: a generated `gen:NAME` or a Matrix Market
+/// file. A malformed `gen:` name is a [`UsageError`]; a file that cannot be read, or a matrix
+/// that does not fit in memory, is an ordinary error.
+pub fn load_matrix<T: spgpu::Scalar>(spec: &str) -> Result<spgpu::CsrMatrix<T>, Box<dyn std::error::Error>> {
+    if spec.starts_with("gen:") {
+        spgpu::gen::from_spec::<T>(spec).map_err(|e| match e {
+            spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
+            e => e.into(),
+        })
+    } else {
+        Ok(spgpu::io::read_csr::<T>(spec)?)
+    }
+}
+
+/// `spgpu gen` reports its argument faults as bare messages (`--size is required`, an
+/// unknown generator) or as [`spgpu::Error::InvalidArgument`] (a malformed name, a
+/// `--symmetric` that does not fit the generator): its matrix is a function of its
+/// arguments, so both are usage errors.
+fn gen_usage(e: Box<dyn std::error::Error>) -> Box<dyn std::error::Error> {
+    match e.downcast::<spgpu::Error>() {
+        Ok(e) => match *e {
+            spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
+            e => e.into(),
+        },
+        Err(e) if e.is::<UsageError>() => e,
+        Err(e) => UsageError(e.to_string()).into(),
+    }
+}
+
+/// Whether `e`, or an error it wraps, is a write to a closed pipe.
+fn is_closed_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        if let Some(spgpu::Error::Io { source, .. }) = e.downcast_ref::<spgpu::Error>() {
+            if source.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// Makes a `println!` (or `eprintln!`) that fails on a closed pipe end the process quietly
+/// instead of panicking with a backtrace: status 0 for standard output (its reader has
+/// what it wanted), 1 for standard error. [`outln!`] turns such failures into errors; this
+/// covers the `println!`s of modules that do not use it.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg =
+            payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied());
+        if let Some(msg) = msg {
+            // The standard library's message: "failed printing to stdout: Broken pipe (os error 32)".
+            if msg.to_ascii_lowercase().contains("broken pipe") {
+                if msg.starts_with("failed printing to stdout") {
+                    std::process::exit(0);
+                }
+                if msg.starts_with("failed printing to stderr") {
+                    std::process::exit(1);
+                }
+            }
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
+    // clap prints its own usage errors and exits with status 2 (0 for --help, --version).
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(a) => info::run(a),
         Command::Convert(a) => convert::run(a),
-        Command::Gen(a) => gen::run(a),
+        Command::Gen(a) => gen::run(a).map_err(gen_usage),
         Command::Spmv(a) => spmv::run(a),
         Command::Cg(a) => cg::run(a),
         Command::Bench(a) => bench::run(a),
     };
+    let result = result.and_then(|()| Ok(std::io::stdout().flush()?));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_closed_pipe(&*e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("spgpu: {e}");
-            ExitCode::FAILURE
+            // Nothing more to do if standard error is closed too.
+            let _ = writeln!(std::io::stderr(), "spgpu: {e}");
+            if e.is::<UsageError>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_pipes_are_found_in_any_wrapping() {
+        let pipe = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let boxed: Box<dyn std::error::Error> = pipe().into();
+        assert!(is_closed_pipe(&*boxed));
+        let wrapped: Box<dyn std::error::Error> =
+            spgpu::Error::Io { path: Some("/dev/stdout".into()), source: pipe() }.into();
+        assert!(is_closed_pipe(&*wrapped));
+        let other: Box<dyn std::error::Error> = std::io::Error::from(std::io::ErrorKind::NotFound).into();
+        assert!(!is_closed_pipe(&*other));
+    }
+
+    #[test]
+    fn gen_argument_faults_are_usage_errors() {
+        let bare: Box<dyn std::error::Error> = "spgpu gen lap2d: --size is required".into();
+        assert!(gen_usage(bare).is::<UsageError>());
+        let invalid: Box<dyn std::error::Error> = spgpu::Error::InvalidArgument("x".into()).into();
+        assert!(gen_usage(invalid).is::<UsageError>());
+        let io: Box<dyn std::error::Error> = spgpu::Error::from(std::io::Error::other("disk full")).into();
+        assert!(gen_usage(io).is::<spgpu::Error>());
+        assert!(load_matrix::<f64>("gen:nosuch:3").is_err_and(|e| e.is::<UsageError>()));
+        assert!(load_matrix::<f64>("gen:lap2d:x").is_err_and(|e| e.is::<UsageError>()));
+        assert_eq!(load_matrix::<f64>("gen:lap2d:3").unwrap().nrows(), 9);
+    }
+
+    #[test]
+    fn help_lists_the_exit_status() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("Exit status:") && help.contains("  2    usage error"), "{help}");
     }
 }

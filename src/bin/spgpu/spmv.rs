@@ -31,8 +31,8 @@ pub struct Args {
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
     /// 32), ell; or a comma-separated list of them, each checked and timed in turn on the
     /// same matrix and x.
-    #[arg(long, default_value = "auto", value_delimiter = ',')]
-    pub kernel: Vec<String>,
+    #[arg(long, default_value = "auto", value_delimiter = ',', value_parser = parse_kernel)]
+    pub kernel: Vec<KernelChoice>,
     /// Element type: f64 or f32.
     #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
     pub precision: String,
@@ -53,21 +53,19 @@ pub struct Args {
     pub seed: u64,
 }
 
-/// Runs `spgpu spmv`.
-pub fn run(args: Args) -> CliResult {
-    let choices = args.kernel.iter().map(|k| k.parse::<KernelChoice>()).collect::<spgpu::Result<Vec<_>>>()?;
-    match args.precision.as_str() {
-        "f32" => run_typed::<f32>(&args, &choices),
-        _ => run_typed::<f64>(&args, &choices),
-    }
+/// Parses one `--kernel` name (so that clap reports a bad one as a usage error).
+fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
+    s.parse::<KernelChoice>().map_err(|e| match e {
+        spgpu::Error::InvalidArgument(m) => m,
+        e => e.to_string(),
+    })
 }
 
-/// Reads the matrix named on the command line: a `gen:` name or a Matrix Market file.
-fn load<T: Scalar>(spec: &str) -> spgpu::Result<CsrMatrix<T>> {
-    if spec.starts_with("gen:") {
-        spgpu::gen::from_spec::<T>(spec)
-    } else {
-        spgpu::io::read_csr::<T>(spec)
+/// Runs `spgpu spmv`.
+pub fn run(args: Args) -> CliResult {
+    match args.precision.as_str() {
+        "f32" => run_typed::<f32>(&args, &args.kernel),
+        _ => run_typed::<f64>(&args, &args.kernel),
     }
 }
 
@@ -99,9 +97,9 @@ fn random_vector<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
 
 fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let t0 = Instant::now();
-    let a = load::<T>(&args.matrix)?;
+    let a = crate::load_matrix::<T>(&args.matrix)?;
     let stats = a.row_stats();
-    println!(
+    outln!(
         "matrix {}: {} x {}, {} entries, {} ({:.2} s to load)",
         args.matrix,
         a.nrows(),
@@ -109,9 +107,13 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         a.nnz(),
         T::NAME,
         t0.elapsed().as_secs_f64()
-    );
-    print!("{stats}");
+    )?;
+    out!("{stats}")?;
     let (alpha, beta) = (T::from_f64(args.alpha), T::from_f64(args.beta));
+    // x, y, the reference y and the GPU's y: sized by the dimensions alone (a matrix with
+    // few entries can have 2^31 - 1 columns).
+    let vectors = (a.ncols() as u64 + 3 * a.nrows() as u64) * T::BYTES as u64;
+    spgpu::io::check_memory(&format!("the vectors of a {} x {} SpMV", a.nrows(), a.ncols()), vectors)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let x = random_vector::<T>(&mut rng, a.ncols());
     // beta == 0: y must not be read, so it starts as NaN, which would spread if it were.
@@ -120,26 +122,26 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let t_cpu = Instant::now();
     reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
     let cpu_s = t_cpu.elapsed().as_secs_f64();
-    println!("CPU reference: {:.1} us", cpu_s * 1e6);
+    outln!("CPU reference: {:.1} us", cpu_s * 1e6)?;
 
     let ctx = match Context::global() {
         Ok(ctx) => ctx,
         Err(e) if e.is_no_device() => {
-            println!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
+            outln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6)?;
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
-                println!("{}", SpmvPlan::with_choice(&stats, 32, choice)?.explain());
+                outln!("{}", SpmvPlan::with_choice(&stats, 32, choice)?.explain())?;
             }
             return Ok(());
         }
         Err(e) => return Err(e.into()),
     };
-    println!("device: {} ({} SMs, warp {})", ctx.info().name, ctx.info().sm_count, ctx.warp_size());
+    outln!("device: {} ({} SMs, warp {})", ctx.info().name, ctx.info().sm_count, ctx.warp_size())?;
 
     let d_x = DeviceVector::from_slice(ctx, &x)?;
     let mut failures = Vec::new();
     for &choice in choices {
         if let Err(e) = run_kernel(args, ctx, &a, choice, alpha, beta, &d_x, &y0, &y_ref) {
-            println!("{choice}: failed: {e}");
+            outln!("{choice}: failed: {e}")?;
             failures.push(format!("{choice}: {e}"));
         }
     }
@@ -169,7 +171,7 @@ fn run_kernel<T: Scalar>(
         DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, a, choice)?)
     };
     let plan = d_a.plan().clone();
-    println!("{}", plan.explain());
+    outln!("{}", plan.explain())?;
     let mut d_y = DeviceVector::from_slice(ctx, y0)?;
     let launch = |y: &mut DeviceVector<T>| d_a.spmv(alpha, d_x, beta, y);
 
@@ -181,7 +183,7 @@ fn run_kernel<T: Scalar>(
     if err.is_nan() || err > tol {
         return Err(format!("the GPU result differs from the CPU reference: relative error {err:.3e} > {tol:e}").into());
     }
-    println!("check: relative error {err:.3e} against the CPU reference (tolerance {tol:e})");
+    outln!("check: relative error {err:.3e} against the CPU reference (tolerance {tol:e})")?;
 
     // Timing: warm-up, then repeats x launches between CUDA events.
     for _ in 0..args.launches {
@@ -198,24 +200,24 @@ fn run_kernel<T: Scalar>(
     let bytes = crate::bench::model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
-    println!(
+    outln!(
         "time: {:.1} us per launch (median of {} x {} launches; min {:.1}, max {:.1})",
         median * 1e6,
         args.repeats,
         args.launches,
         per_launch[0] * 1e6,
         per_launch[per_launch.len() - 1] * 1e6,
-    );
-    println!(
+    )?;
+    outln!(
         "bandwidth: {gbs:.0} GB/s ({bytes} bytes by the minimal-bytes model), {fraction:.0}% of {:.2} TB/s",
         COPY_BANDWIDTH / 1e12
-    );
-    println!(
+    )?;
+    outln!(
         "result: {} {} [{choice}] {}: {:.1} us, {gbs:.0} GB/s, {fraction:.0}%",
         args.matrix,
         T::NAME,
         plan.kernel(),
         median * 1e6
-    );
+    )?;
     Ok(())
 }
