@@ -427,14 +427,14 @@ fn spmv_command_checks_and_times_or_falls_back_to_the_cpu() {
     match gpu("spmv_command_checks_and_times_or_falls_back_to_the_cpu") {
         Some(_) => {
             assert_eq!(stdout.matches("check: relative error").count(), 3, "{stdout}");
-            assert!(stdout.contains("[auto] csr scalar:"), "{stdout}");
+            assert!(stdout.contains("[auto] csr vector (8 threads per row):"), "{stdout}");
             assert!(stdout.contains("[vector:4] csr vector (4 threads per row):"), "{stdout}");
             assert!(stdout.contains("[ell] ell:"), "{stdout}");
             assert!(stdout.contains("% of 4.28 TB/s"), "{stdout}");
         }
         None => {
             assert!(stdout.contains("spgpu spmv: no GPU"), "{stdout}");
-            assert!(stdout.contains("SpMV plan: csr scalar [auto]"), "{stdout}");
+            assert!(stdout.contains("SpMV plan: csr vector (8 threads per row) [auto]"), "{stdout}");
             assert!(stdout.contains("SpMV plan: csr vector (4 threads per row) [vector:4]"), "{stdout}");
         }
     }

@@ -200,23 +200,28 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
-        let (ell, sell, blocks) = match plan.kernel() {
-            SpmvKernel::Ell => (Some(EllMatrix::try_from_csr(a)?), None, None),
-            SpmvKernel::Sell => {
-                let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
-                let sell = SellMatrix::from_csr(a, limit as usize).map_err(|e| {
-                    Error::InvalidArgument(format!(
-                        "SELL would store {} slots for {} entries, more than {} x the entries: use another kernel",
+        let mut plan = plan;
+        let mut sell = None;
+        if plan.kernel() == SpmvKernel::Sell {
+            let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
+            match SellMatrix::from_csr(a, limit as usize) {
+                Ok(s) => sell = Some(s),
+                Err(e) => {
+                    let why = format!(
+                        "SELL would store {} slots for {} entries, more than {} x the entries",
                         e.slots,
                         a.nnz(),
                         SpmvPlan::SELL_MAX_PADDING
-                    ))
-                })?;
-                (None, Some(sell), None)
+                    );
+                    if choice != KernelChoice::Auto {
+                        return Err(Error::InvalidArgument(format!("{why}: use another kernel")));
+                    }
+                    plan.fall_back_to_balanced(&why);
+                }
             }
-            SpmvKernel::Balanced => (None, None, Some(RowBlocks::new(a.row_offsets()))),
-            _ => (None, None, None),
-        };
+        }
+        let ell = if plan.kernel() == SpmvKernel::Ell { Some(EllMatrix::try_from_csr(a)?) } else { None };
+        let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
         let preprocessing = started.elapsed();
         ctx.make_current()?;
         let storage = match (ell, sell) {
@@ -229,7 +234,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b).map(Box::new)).transpose()?,
             },
         };
-        Ok(DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing })
+        let mut d =
+            DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing };
+        d.plan.set_memory(d.device_bytes(), d.csr_bytes());
+        Ok(d)
     }
 
     /// `y = alpha*A*x + beta*y`, queued on the context's stream with the plan's kernel; does
@@ -308,6 +316,7 @@ impl<T: Scalar> DeviceCsr<T> {
             (Storage::Csr { .. }, _) => {}
         }
         self.plan = plan;
+        self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         Ok(())
     }
 
@@ -391,6 +400,42 @@ impl<T: Scalar> DeviceCsr<T> {
             Storage::Ell(e) => Some(e),
             _ => None,
         }
+    }
+
+    /// The device address of every allocation the plan's kernel reads or writes (a CG
+    /// recording checks that they are still live before each replay).
+    pub(crate) fn device_addresses(&self) -> Vec<u64> {
+        fn a<U: cust::memory::DeviceCopy>(m: Option<&DeviceMemory<U>>) -> u64 {
+            ptr_of(m).as_raw()
+        }
+        let mut v = match &self.storage {
+            Storage::Csr { row_offsets, col_indices, values, balanced } => {
+                let mut v = vec![a(Some(row_offsets)), a(col_indices.as_ref()), a(values.as_ref())];
+                if let Some(b) = balanced {
+                    v.extend([
+                        a(Some(&b.block_row)),
+                        a(Some(&b.block_entry)),
+                        a(b.long_rows.as_ref()),
+                        a(b.partials.as_ref()),
+                    ]);
+                }
+                v
+            }
+            Storage::Ell(e) => vec![e.col_indices_ptr().as_raw(), e.values_ptr().as_raw()],
+            Storage::Sell(sl) => vec![
+                a(Some(&sl.slice_ptr)),
+                a(sl.perm.as_ref()),
+                a(sl.cols.as_ref()),
+                a(sl.vals.as_ref()),
+                a(Some(&sl.chunk_entry)),
+                a(sl.long_cols.as_ref()),
+                a(sl.long_vals.as_ref()),
+                a(sl.long_rows.as_ref()),
+                a(sl.partials.as_ref()),
+            ],
+        };
+        v.retain(|&p| p != 0);
+        v
     }
 
     /// How the matrix is stored on the device: "CSR", "CSR with row blocks", "ELLPACK" or

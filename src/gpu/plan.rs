@@ -127,61 +127,63 @@ impl fmt::Display for KernelChoice {
     }
 }
 
-/// Which SpMV kernel runs a matrix, and why: the one place where spgpu chooses a kernel.
+/// Which SpMV kernel and which device storage run a matrix, and why: the one place where
+/// spgpu chooses.
 ///
 /// A plan is made from the matrix's [`RowStats`] and the device's warp size when the matrix
 /// is uploaded, and can be made without a GPU (`spgpu info` prints it).
 ///
 /// # The rule (CSR, [`KernelChoice::Auto`])
 ///
-/// Measured on the H200 (f64, `docs/gpu-notes.md` and `docs/performance.md`); first match
-/// wins:
+/// Fitted on the H200 (`spgpu bench --suite large` and the 43 SuiteSparse matrices of
+/// `../shared/matrices`, f64 and f32, 2026-11-23; validated on `--suite validate`, other sizes
+/// and seeds; `docs/performance.md` has both runs). First match wins:
 ///
-/// 1. **Short, even rows: scalar.** Mean row length below [`SpmvPlan::SCALAR_MAX_MEAN`] (8)
-///    and no row longer than [`SpmvPlan::SCALAR_MAX_ROW`] (64): one thread per row. On the
-///    2D Laplacian (5 per row) it takes 84.7 µs against 101 µs with 2 and 127.5 µs with 4
-///    threads per row. The row bound keeps one long row from stalling a warp.
-/// 2. **Skewed rows: a full warp per row.** Longest row at least [`SpmvPlan::SKEW_MIN_ROW`]
-///    (256) and at least [`SpmvPlan::SKEW_RATIO`] (32) times the mean: the longest rows set
-///    the time, so they get the most threads (warp size, at most 32). On `powerlaw_1M`
-///    (mean 12.8, max 19825) 32 threads per row take 565 µs against 1312 µs with 8.
-/// 3. **Otherwise: the design rule, capped at [`SpmvPlan::VECTOR_MAX_THREADS`] (8).** The
-///    largest power of two not above the mean row length, clamped to 2..=8
-///    ([`SpmvPlan::design_threads_per_row`] gives the uncapped design value). Eight threads
-///    per row were the fastest (or within 2%) at every mean length from 8 to 1000: 108.9 µs
-///    on `stencil27_100^3` (16 threads: 133.3 µs, 32: 199.3 µs) and 123.2 µs on
-///    `longrows_20k` (32 threads: 133.5 µs), because more, shorter sub-warps keep more
-///    independent loads in flight and reduce with fewer shuffles.
-/// 4. **Few rows: fill the GPU.** When `rows x threads per row` stays within
-///    [`SpmvPlan::FILL_THREADS`] (262144, the H200's resident threads: 132 multiprocessors x
-///    2048), rule 3 raises the threads per row to the largest power of two that keeps
-///    it there, at most the warp size and at most the longest row rounded up to a power of
-///    two ([`SpmvPlan::fill_threads_per_row`]). A small matrix is latency-bound: more
-///    threads per row shorten each row's serial loop. In the `spgpu bench` run over the 43
-///    SuiteSparse matrices (graph replay, f64) this lowered, for example, `mbeacxc` (496 rows
-///    of 100) from 17.7 µs to 6.1 µs, `banded:2000:1999` (dense2) from 126 to 33 µs and
-///    `bcsstk16` (4884 rows of 59) from 4.2 to 2.4 µs, made no matrix more than 5% slower,
-///    and took the plan from 35 to 41 of 48 cases faster than the fastest cuSPARSE variant.
-///    It leaves large matrices (`lap2d_2000^2`, `stencil27_100^3`, `longrows_20k`) alone.
-///    Rule 1 keeps the scalar kernel even for few short rows: there the gain is under 2 µs,
-///    and the scalar kernel is the one conjugate gradient fuses with its reduction and
-///    replays as a CUDA graph.
+/// 1. **No entries: scalar** (it only scales `y`).
+/// 2. **Few rows** (at most [`SpmvPlan::SMALL_ROWS`], half the resident threads of the GPU):
+///    the matrix cannot fill the GPU with one thread per row and is latency-bound.
+///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times
+///      the mean and [`SpmvPlan::SKEW_STEPS`] (8) steps of the fill rule's threads: a vector
+///      kernel's warp would walk it alone. On `hangGlider_2` (max 1463, mean 9) balanced took
+///      3.6 µs against 15 µs, and on `vsp_model1_crew1_cr42_south31` (max 17663) 6.4 against
+///      171 µs.
+///    - **Otherwise: vector, filling the GPU** ([`SpmvPlan::fill_threads_per_row`]): the
+///      largest power of two `t <= 32` with `rows x t <= FILL_THREADS`, at most the longest
+///      row; one thread per row (scalar) when that is 1. It beat the fastest cuSPARSE
+///      variant by 1.3x to 3.6x on the SuiteSparse matrices it was chosen for.
+/// 3. **Many rows, rows of at most 32 entries padding ELL by at most 2%: ELL**
+///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
+///    81.3 with SELL and 130 with cuSPARSE; `lap3d:150`: 84.8 µs. ELL reads no row offsets.
+/// 4. **Many rows of even, long rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 64, longest at
+///    most twice the mean): **vector with the design rule's threads, at most 8** (as on
+///    `longrows`, 123 µs against 154 for cuSPARSE).
+/// 5. **Many rows, few entries in medium rows: SELL-C-σ.** When rows of 64 to 511 entries
+///    hold at most [`SpmvPlan::SELL_MAX_MEDIUM`] (2%) of the entries (estimated from the
+///    histogram), sliced ELL with rows sorted within windows streams the short rows like
+///    ELL without its padding, and splits rows past 512 entries into chunks:
+///    `stencil27:100` 79.9 µs (99%), `elast:65` 188 µs (99%), `geo:4000000` 183 µs (90%),
+///    `circuit:3000000` 104 µs. The upload falls back to rule 6 when the slices would store
+///    more than [`SpmvPlan::SELL_MAX_PADDING`] slots per entry.
+/// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
+///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 114 µs against 551 with a
+///    warp per row).
 ///
-/// A [`DeviceEll`](super::DeviceEll) always runs the ELL kernel; [`SpmvPlan::explain`]
-/// says when ELL would pad little and is worth uploading instead (it reaches the memory
-/// limit on uniform rows).
+/// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
+/// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
+/// blocks: 8 bytes per 2048 entries); [`DeviceCsr::device_bytes`](super::DeviceCsr::device_bytes)
+/// gives the total and [`SpmvPlan::explain`] says it once the matrix is uploaded.
 ///
 /// # Example
 ///
 /// ```
 /// use spgpu::gpu::{SpmvKernel, SpmvPlan};
 /// use spgpu::RowStats;
-/// // a million rows of 5: scalar
+/// // a million rows of 5: ELL
 /// let big = RowStats::from_lengths(std::iter::repeat(5).take(1_000_000), 1_000_000);
-/// assert_eq!(SpmvPlan::from_stats(&big, 32).kernel(), SpmvKernel::Scalar);
-/// // a million rows of 27: eight threads per row
-/// let wide = RowStats::from_lengths(std::iter::repeat(27).take(1_000_000), 1_000_000);
-/// assert_eq!(SpmvPlan::from_stats(&wide, 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+/// assert_eq!(SpmvPlan::from_stats(&big, 32).kernel(), SpmvKernel::Ell);
+/// // a million rows of 27 to 30: SELL
+/// let wide = RowStats::from_lengths((0..1_000_000).map(|i| 27 + i % 4), 1_000_000);
+/// assert_eq!(SpmvPlan::from_stats(&wide, 32).kernel(), SpmvKernel::Sell);
 /// // 2000 rows of 27 cannot fill the GPU with eight threads per row: 32
 /// let small = RowStats::from_lengths(std::iter::repeat(27).take(2000), 2000);
 /// assert_eq!(SpmvPlan::from_stats(&small, 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
@@ -197,9 +199,24 @@ pub struct SpmvPlan {
     mean: f64,
     max: usize,
     reason: String,
+    memory: Option<(usize, usize)>,
 }
 
 impl SpmvPlan {
+    /// Rule 2 applies to matrices of at most this many rows (half of [`Self::FILL_THREADS`]).
+    pub const SMALL_ROWS: usize = Self::FILL_THREADS / 2;
+    /// Rule 2: rows are skewed when the longest exceeds this many times the mean...
+    pub const SKEW_FACTOR: f64 = 4.0;
+    /// ...and this many steps of the fill rule's threads per row.
+    pub const SKEW_STEPS: usize = 8;
+    /// Rule 3: the most ELL may pad (slots per entry) for the auto plan to choose it.
+    pub const ELL_AUTO_PADDING: f64 = 1.02;
+    /// Rule 3: the longest row ELL is chosen for.
+    pub const ELL_AUTO_MAX_ROW: usize = 32;
+    /// Rule 4: the mean row length from which even rows run the vector kernel.
+    pub const LONG_MEAN: f64 = 64.0;
+    /// Rule 5: the largest fraction of entries in rows of 64 to 511 entries for SELL.
+    pub const SELL_MAX_MEDIUM: f64 = 0.02;
     /// The scalar kernel runs only when the mean row length is below this.
     pub const SCALAR_MAX_MEAN: f64 = 8.0;
     /// The scalar kernel runs only when no row is longer than this.
@@ -218,7 +235,7 @@ impl SpmvPlan {
     /// ELL is recommended when it stores at most this many slots per stored entry.
     pub const ELL_MAX_PADDING: f64 = 1.25;
     /// SELL is refused when its slices would store more than this many slots per entry.
-    pub const SELL_MAX_PADDING: f64 = 1.25;
+    pub const SELL_MAX_PADDING: f64 = 1.2;
 
     /// The automatic plan for a CSR matrix with these statistics on a device of this warp
     /// size (32 on NVIDIA GPUs).
@@ -237,63 +254,7 @@ impl SpmvPlan {
     pub fn with_choice(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
         let design = Self::design_threads_per_row(stats.mean, warp_size);
         let (kernel, reason) = match choice {
-            KernelChoice::Auto => {
-                let cap = warp_size.clamp(2, 32);
-                let fill = Self::fill_threads_per_row(stats, warp_size);
-                let few_rows = format!(
-                    "only {} rows: {fill} threads per row keep rows x threads within the {} threads that fill \
-                     the GPU (at most the longest row, rounded up to a power of two)",
-                    stats.nrows,
-                    Self::FILL_THREADS
-                );
-                if stats.mean < Self::SCALAR_MAX_MEAN && stats.max <= Self::SCALAR_MAX_ROW {
-                    (
-                        SpmvKernel::Scalar,
-                        format!(
-                            "rows are short and even (mean {:.2} < {}, max {} <= {}): one thread per row",
-                            stats.mean,
-                            Self::SCALAR_MAX_MEAN,
-                            stats.max,
-                            Self::SCALAR_MAX_ROW
-                        ),
-                    )
-                } else if stats.max >= Self::SKEW_MIN_ROW && stats.max as f64 >= Self::SKEW_RATIO * stats.mean.max(1.0)
-                {
-                    (
-                        SpmvKernel::Vector { threads_per_row: cap },
-                        format!(
-                            "rows are skewed (max {} >= {} x mean {:.2}): the longest rows set the time, so {cap} \
-                             threads (a warp) per row",
-                            stats.max,
-                            Self::SKEW_RATIO,
-                            stats.mean
-                        ),
-                    )
-                } else if fill > design.min(Self::VECTOR_MAX_THREADS).min(cap) {
-                    (SpmvKernel::Vector { threads_per_row: fill }, few_rows)
-                } else {
-                    let tpr = design.min(Self::VECTOR_MAX_THREADS).min(cap);
-                    let why = if stats.mean < Self::SCALAR_MAX_MEAN {
-                        format!(
-                            "rows are short on average (mean {:.2}) but the longest has {} entries (> {}), which \
-                             would stall a warp of the scalar kernel",
-                            stats.mean,
-                            stats.max,
-                            Self::SCALAR_MAX_ROW
-                        )
-                    } else {
-                        format!("mean row length {:.2} >= {}", stats.mean, Self::SCALAR_MAX_MEAN)
-                    };
-                    (
-                        SpmvKernel::Vector { threads_per_row: tpr },
-                        format!(
-                            "{why}: {tpr} threads per row (largest power of two <= the mean, clamped to 2..={}, \
-                             measured fastest on the H200)",
-                            Self::VECTOR_MAX_THREADS.min(cap)
-                        ),
-                    )
-                }
-            }
+            KernelChoice::Auto => Self::auto(stats, warp_size),
             KernelChoice::Scalar => (SpmvKernel::Scalar, "forced by the user".to_string()),
             KernelChoice::Vector => (
                 SpmvKernel::Vector { threads_per_row: design },
@@ -321,7 +282,122 @@ impl SpmvPlan {
             mean: stats.mean,
             max: stats.max,
             reason,
+            memory: None,
         })
+    }
+
+    /// The automatic choice and its reason (the rule in the type docs).
+    fn auto(stats: &RowStats, warp_size: u32) -> (SpmvKernel, String) {
+        let fill = Self::fill_threads_per_row(stats, warp_size);
+        if stats.nnz == 0 {
+            return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
+        }
+        if stats.nrows <= Self::SMALL_ROWS {
+            let steps = stats.max.div_ceil(fill as usize);
+            if stats.max as f64 > Self::SKEW_FACTOR * stats.mean && steps > Self::SKEW_STEPS {
+                return (
+                    SpmvKernel::Balanced,
+                    format!(
+                        "few rows ({} <= {}) but skewed: the longest row ({}) exceeds {} x the mean ({:.2}) and \
+                         {} steps of {fill} threads, so row blocks of equal entry counts balance the work",
+                        stats.nrows,
+                        Self::SMALL_ROWS,
+                        stats.max,
+                        Self::SKEW_FACTOR,
+                        stats.mean,
+                        Self::SKEW_STEPS
+                    ),
+                );
+            }
+            let why = format!(
+                "few rows ({} <= {}): the matrix is latency-bound, so {fill} thread(s) per row fill the GPU \
+                 (rows x threads within {}, at most the longest row {})",
+                stats.nrows,
+                Self::SMALL_ROWS,
+                Self::FILL_THREADS,
+                stats.max
+            );
+            return if fill == 1 {
+                (SpmvKernel::Scalar, why)
+            } else {
+                (SpmvKernel::Vector { threads_per_row: fill }, why)
+            };
+        }
+        let pad = if stats.nnz == 0 { 1.0 } else { stats.max as f64 * stats.nrows as f64 / stats.nnz as f64 };
+        if pad <= Self::ELL_AUTO_PADDING && stats.max <= Self::ELL_AUTO_MAX_ROW {
+            return (
+                SpmvKernel::Ell,
+                format!(
+                    "{} rows of at most {} entries, ELL pads {pad:.3} slots per entry (<= {}): ELL streams \
+                     columns and values with no row offsets",
+                    stats.nrows,
+                    stats.max,
+                    Self::ELL_AUTO_PADDING
+                ),
+            );
+        }
+        if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
+            let tpr = Self::design_threads_per_row(stats.mean, warp_size).min(Self::VECTOR_MAX_THREADS);
+            return (
+                SpmvKernel::Vector { threads_per_row: tpr },
+                format!(
+                    "long, even rows (mean {:.2} >= {}, longest {} <= 2 x mean): {tpr} threads per row",
+                    stats.mean,
+                    Self::LONG_MEAN,
+                    stats.max
+                ),
+            );
+        }
+        let medium = Self::medium_fraction(stats);
+        if medium <= Self::SELL_MAX_MEDIUM {
+            return (
+                SpmvKernel::Sell,
+                format!(
+                    "rows of 64 to 511 entries hold about {:.1}% of the entries (<= {}%): SELL-C-sigma streams \
+                     the short rows like ELL, rows past 512 entries go in chunks",
+                    100.0 * medium,
+                    100.0 * Self::SELL_MAX_MEDIUM
+                ),
+            );
+        }
+        (
+            SpmvKernel::Balanced,
+            format!(
+                "rows of 64 to 511 entries hold about {:.1}% of the entries (> {}%): row blocks of equal entry \
+                 counts (long rows split over several blocks) balance the work",
+                100.0 * medium,
+                100.0 * Self::SELL_MAX_MEDIUM
+            ),
+        )
+    }
+
+    /// The fraction of the entries in rows of 64 to 511 entries, estimated from the
+    /// histogram (each row counted at the middle of its class).
+    pub fn medium_fraction(stats: &RowStats) -> f64 {
+        if stats.nnz == 0 {
+            return 0.0;
+        }
+        let entries: f64 = (7..=9)
+            .filter_map(|k| stats.histogram.get(k).map(|&n| (k, n)))
+            .map(|(k, n)| {
+                let (lo, hi) = RowStats::class_range(k);
+                n as f64 * (lo + hi) as f64 / 2.0
+            })
+            .sum();
+        (entries / stats.nnz as f64).min(1.0)
+    }
+
+    /// The plan after its storage could not be built (SELL padding past its limit): the
+    /// balanced kernel, with the reason appended.
+    pub(crate) fn fall_back_to_balanced(&mut self, why: &str) {
+        self.kernel = SpmvKernel::Balanced;
+        self.reason = format!("{}; but {why}: balanced instead", self.reason);
+    }
+
+    /// Records the device memory of the uploaded storage against the plain CSR arrays, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_memory(&mut self, device_bytes: usize, csr_bytes: usize) {
+        self.memory = Some((device_bytes, csr_bytes));
     }
 
     /// The plan of an ELLPACK matrix (always the ELL kernel); `stats` are its rows'
@@ -336,6 +412,7 @@ impl SpmvPlan {
             mean: stats.mean,
             max: stats.max,
             reason: "the matrix is stored as ELLPACK".to_string(),
+            memory: None,
         }
     }
 
@@ -412,19 +489,14 @@ impl SpmvPlan {
             "SpMV plan: {} [{}]\n  {} rows, {} entries, mean row {:.2}, max row {}\n  why: {}",
             self.kernel, self.choice, self.nrows, self.nnz, self.mean, self.max, self.reason
         );
-        if self.kernel != SpmvKernel::Ell && self.nrows > 0 {
-            let pad = self.ell_padding();
-            if pad <= Self::ELL_MAX_PADDING {
-                s += &format!(
-                    "\n  ELL would store {pad:.2} slots per entry: uploading as DeviceEll (spmv --kernel ell) is \
-                     likely faster"
-                );
-            } else {
-                s += &format!(
-                    "\n  ELL would store {pad:.2} slots per entry (> {}): CSR is the better format",
-                    Self::ELL_MAX_PADDING
-                );
-            }
+        if let Some((device, csr)) = self.memory {
+            let extra = device as f64 / csr.max(1) as f64 - 1.0;
+            s += &format!(
+                "\n  device memory: {} ({:+.1}% against the CSR arrays, {})",
+                crate::error::human_bytes(device as u64),
+                100.0 * extra,
+                crate::error::human_bytes(csr as u64)
+            );
         }
         s
     }
@@ -444,63 +516,75 @@ mod tests {
         RowStats::from_lengths(lengths.iter().copied(), 100)
     }
 
-    /// Enough rows that rule 4 (fill the GPU) does not apply at 2 threads per row.
-    const MANY: usize = SpmvPlan::FILL_THREADS / 2 + 1;
+    /// Enough rows that rule 2 (few rows) does not apply.
+    const MANY: usize = SpmvPlan::SMALL_ROWS + 1;
 
     #[test]
-    fn short_even_rows_are_scalar() {
-        assert_eq!(SpmvPlan::from_stats(&stats(&[5; MANY]), 32).kernel(), SpmvKernel::Scalar);
-    }
-
-    #[test]
-    fn one_long_row_keeps_the_vector_kernel() {
-        let mut l = vec![3; MANY];
-        l[7] = 150;
-        let p = SpmvPlan::from_stats(&stats(&l), 32);
-        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 2 });
-        assert!(p.explain().contains("longest"), "{}", p.explain());
-    }
-
-    #[test]
-    fn skewed_rows_get_a_warp() {
-        let mut l = vec![3; 1000];
-        l[7] = 1500;
-        let p = SpmvPlan::from_stats(&stats(&l), 32);
-        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-        assert!(p.explain().contains("skewed"), "{}", p.explain());
-        // long but uniform rows are not skewed
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; MANY]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
-    }
-
-    #[test]
-    fn vector_threads_follow_the_mean_up_to_eight() {
-        assert_eq!(SpmvPlan::from_stats(&stats(&[27; MANY]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
-        assert_eq!(SpmvPlan::from_stats(&stats(&[8; MANY]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 10]), 4).kernel(), SpmvKernel::Vector { threads_per_row: 4 });
+    fn many_short_even_rows_are_ell() {
+        let p = SpmvPlan::from_stats(&stats(&[5; MANY]), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Ell);
+        assert!(p.explain().contains("ELL pads 1.000"), "{}", p.explain());
+        // a few shorter rows (a grid's boundary) keep ELL while the padding stays within 2%
         let mut l = vec![5; MANY];
-        l[0] = 100; // max > 64: not scalar, not skewed
-        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 4 });
+        l[..MANY / 100].fill(4);
+        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Ell);
+        // rows past 32 entries are not ELL's
+        assert_ne!(SpmvPlan::from_stats(&stats(&[40; MANY]), 32).kernel(), SpmvKernel::Ell);
     }
 
     #[test]
-    fn few_rows_get_more_threads() {
-        // dense2-like: 2000 rows of 2000; 32 threads per row measured 3.8x faster than 8
-        let p = SpmvPlan::from_stats(&stats(&[2000; 2000]), 32);
-        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-        assert!(p.explain().contains("only 2000 rows"), "{}", p.explain());
-        // short even rows stay scalar however few (rule 1)
-        assert_eq!(SpmvPlan::from_stats(&stats(&[4; 1138]), 32).kernel(), SpmvKernel::Scalar);
-        // the longest row bounds it: rows of at most 12 get 16 threads
-        let mut l = vec![9; 5000];
-        l[0] = 70; // max > 64: not scalar
-        assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&l), 32), 32);
-        assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&[12; 500]), 32), 16);
-        // 20000 rows of 1000 (longrows): 8 threads already fill the GPU
+    fn uneven_short_rows_are_sell_and_medium_rows_balanced() {
+        // 3 to 30 entries: SELL
+        let l: Vec<usize> = (0..MANY).map(|i| 3 + i % 28).collect();
+        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Sell, "{}", p.explain());
+        // a few very long rows (circuit-like) do not stop SELL: they go in chunks
+        let mut l = l.clone();
+        l[10] = 60_000;
+        l[20] = 30_000;
+        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Sell);
+        // rows of 64-511 entries holding more than 2% of the entries: balanced
+        let mut l = vec![4; MANY];
+        for r in (0..MANY).step_by(50) {
+            l[r] = 300;
+        }
+        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        assert!(SpmvPlan::medium_fraction(&stats(&l)) > SpmvPlan::SELL_MAX_MEDIUM);
+        assert_eq!(p.kernel(), SpmvKernel::Balanced, "{}", p.explain());
+        assert!(p.explain().contains("row blocks"), "{}", p.explain());
+    }
+
+    #[test]
+    fn long_even_rows_get_a_sub_warp() {
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; MANY]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+        // 20000 rows of 1000 (longrows) are few rows: 8 threads fill the GPU
         assert_eq!(
             SpmvPlan::from_stats(&stats(&[1000; 20_000]), 32).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
         );
-        // the warp size still caps it
+    }
+
+    #[test]
+    fn few_rows_fill_the_gpu_unless_skewed() {
+        // dense2-like: 2000 rows of 2000: 32 threads per row
+        let p = SpmvPlan::from_stats(&stats(&[2000; 2000]), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+        assert!(p.explain().contains("few rows (2000"), "{}", p.explain());
+        // the longest row bounds the threads: rows of at most 12 get 16
+        assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&[12; 500]), 32), 16);
+        // one thread per row when the rows alone fill the GPU
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1; 100_000]), 32).kernel(), SpmvKernel::Scalar);
+        // hangGlider_2-like: one row of 1463 among rows of 9: balanced
+        let mut l = vec![9; 1647];
+        l[100] = 1463;
+        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Balanced);
+        assert!(p.explain().contains("skewed"), "{}", p.explain());
+        // a long row that a warp covers in a few steps keeps the vector kernel
+        let mut l = vec![9; 1647];
+        l[100] = 150;
+        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+        // the warp size still caps the threads
         assert_eq!(SpmvPlan::from_stats(&stats(&[100; 100]), 16).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
     }
 

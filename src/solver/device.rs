@@ -187,13 +187,10 @@ fn addr_opt<T: Scalar>(v: Option<&DeviceVector<T>>) -> u64 {
     v.map_or(0, addr)
 }
 
-/// Whether the device backend fuses (and can record) the SpMV of this matrix.
+/// Whether the device backend runs (and can record) the SpMV of this matrix itself: every
+/// device matrix, with its plan's kernel.
 fn fused<T: Scalar>(matrix: &Option<DeviceMatrix<'_, T>>) -> bool {
-    match matrix {
-        Some(DeviceMatrix::Csr(a)) => a.plan().kernel() == SpmvKernel::Scalar,
-        Some(DeviceMatrix::Ell(_)) => true,
-        _ => false,
-    }
+    matches!(matrix, Some(DeviceMatrix::Csr(_)) | Some(DeviceMatrix::Ell(_)))
 }
 
 impl<T: Scalar> Backend<T> for Device {
@@ -295,6 +292,19 @@ impl<T: Scalar> Backend<T> for Device {
             Some(DeviceMatrix::Ell(a)) => {
                 s.uses(&[a.col_indices_ptr().as_raw(), a.values_ptr().as_raw(), addr(p), addr(q)]);
                 blas::spmv_ell_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
+                Ok(true)
+            }
+            Some(DeviceMatrix::Csr(a)) => {
+                // the plan's kernel (ELL, SELL, balanced, vector) on the backend's stream, then
+                // the p'q reduction: recordable like the fused kernels
+                if let Some(e) = a.ell() {
+                    return self.fused_spmv_alpha(s, Some(DeviceMatrix::Ell(e)), p, q);
+                }
+                let mut used = a.device_addresses();
+                used.extend([addr(p), addr(q)]);
+                s.uses(&used);
+                a.spmv_on(self.stream(s), T::ONE, p, T::ZERO, q)?;
+                blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)?;
                 Ok(true)
             }
             _ => Ok(false),

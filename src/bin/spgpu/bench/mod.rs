@@ -910,7 +910,10 @@ mod tests {
         let all = forced_kernels(&[], 32);
         assert_eq!(all, KernelChoice::forced(32));
         let names: Vec<String> = all.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["scalar", "vector:2", "vector:4", "vector:8", "vector:16", "vector:32", "balanced", "ell"]);
+        assert_eq!(
+            names,
+            ["scalar", "vector:2", "vector:4", "vector:8", "vector:16", "vector:32", "balanced", "sell", "ell"]
+        );
         let a = parse(&["--suite", "large", "--kernels", "auto,balanced,ell,vector:8", "--kernels", "ell"]).unwrap();
         assert_eq!(a.suites, [Suite::Large]);
         assert_eq!(
