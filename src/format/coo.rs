@@ -86,6 +86,7 @@ impl<T: Scalar> CooMatrix<T> {
 
     /// Like [`try_from_triplets`](Self::try_from_triplets) for `usize` indices: validates
     /// them as they are, then narrows them to `u32` (a copy); the values move.
+    #[cfg(any(feature = "sprs", feature = "nalgebra"))]
     pub(crate) fn try_from_usize_triplets(
         nrows: usize,
         ncols: usize,

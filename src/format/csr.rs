@@ -71,6 +71,7 @@ impl<T: Scalar> CsrMatrix<T> {
     /// Like [`try_from_parts`](Self::try_from_parts) for borrowed offsets and indices of
     /// another type (`usize`, as sprs' `CsMat` and nalgebra-sparse store them, or `u32`):
     /// validates them as they are, then narrows them to `u32` (a copy); the values move.
+    #[cfg(any(feature = "sprs", feature = "nalgebra"))]
     pub(crate) fn try_from_index_parts<O: super::IndexValue, I: super::IndexValue>(
         nrows: usize,
         ncols: usize,

@@ -259,6 +259,7 @@ pub(crate) fn validate_coo<I: IndexValue>(
 }
 
 /// Narrows (or copies) indices already checked against [`INDEX_LIMIT`] to the 32-bit type.
+#[cfg(any(feature = "sprs", feature = "nalgebra"))]
 pub(crate) fn narrow<I: IndexValue>(v: &[I]) -> Vec<u32> {
     debug_assert!(v.iter().all(|&i| i.index() <= INDEX_LIMIT));
     v.iter().map(|&i| i.index() as u32).collect()

@@ -67,7 +67,9 @@ pub fn gpu(test: &str) -> Option<&'static Context> {
     match Context::global() {
         Ok(ctx) => Some(ctx),
         Err(e) if e.is_no_device() && std::env::var("SPGPU_REQUIRE_GPU").as_deref() != Ok("1") => {
-            println!("{test}: skipped, no GPU ({e})");
+            // stderr is not captured by the test harness, so the skip is always visible
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{test}: skipped, no GPU ({e})");
             None
         }
         Err(e) => panic!("{test}: no usable GPU ({e}); SPGPU_REQUIRE_GPU=1 requires one"),

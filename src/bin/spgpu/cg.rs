@@ -29,15 +29,63 @@ use crate::CliResult;
 /// GB/s (`../shared/docs/gpu.md`): the default of `--bandwidth-gbs`.
 const H200_COPY_GBS: f64 = 4280.0;
 
+/// The known solution of `--solution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Solution {
+    /// Every entry 1.
+    Ones,
+    /// Seeded uniform entries in [0.5, 1.5).
+    Random(u64),
+}
+
+fn parse_solution(s: &str) -> Result<Solution, String> {
+    match s {
+        "ones" => Ok(Solution::Ones),
+        "random" => Ok(Solution::Random(1)),
+        _ => s
+            .strip_prefix("random:")
+            .and_then(|seed| seed.parse().ok())
+            .map(Solution::Random)
+            .ok_or_else(|| format!("expected ones, random or random:SEED, found {s:?}")),
+    }
+}
+
+impl Solution {
+    fn vector<T: Scalar>(self, n: usize) -> Vec<T> {
+        use rand::{Rng, SeedableRng};
+        match self {
+            Solution::Ones => vec![T::ONE; n],
+            Solution::Random(seed) => {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+                (0..n).map(|_| T::from_f64(rng.random_range(0.5..1.5))).collect()
+            }
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Solution::Ones => "x = 1".to_string(),
+            Solution::Random(seed) => format!("x = random:{seed}"),
+        }
+    }
+}
+
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
 pub struct Args {
     /// The matrix A: a Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N,
     /// lap3d:N, stencil27:N, banded:N:H, ...).
     pub matrix: String,
-    /// The right-hand side b (Matrix Market array or coordinate vector); default `A * 1`.
+    /// The right-hand side b (Matrix Market array or coordinate vector); default `A * s` for
+    /// the known solution `s` of --solution.
     #[arg(long)]
     pub rhs: Option<PathBuf>,
+    /// The known solution s when no --rhs is given (b = A * s, and the error against s is
+    /// reported): `ones`, or `random[:SEED]` (entries uniform in [0.5, 1.5), seeded; default
+    /// seed 1). A random s makes CG iterate on matrices whose rows sum to the same value,
+    /// such as shifted graph Laplacians, for which `ones` is solved in one step.
+    #[arg(long, default_value = "ones", conflicts_with = "rhs", value_parser = parse_solution)]
+    pub solution: Solution,
     /// Initial guess x0 (Matrix Market vector); default zeros.
     #[arg(long)]
     pub x0: Option<PathBuf>,
@@ -207,11 +255,12 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         eprintln!("spgpu cg: warning: {msg}; solving anyway");
     }
     let (b, known_solution) = match &args.rhs {
-        Some(path) => (spgpu::io::read_vector::<T>(path)?, false),
+        Some(path) => (spgpu::io::read_vector::<T>(path)?, None),
         None => {
+            let s = args.solution.vector::<T>(n);
             let mut b = vec![T::ZERO; n];
-            reference::spmv_csr(T::ONE, &a, &vec![T::ONE; n], T::ZERO, &mut b)?;
-            (b, true)
+            reference::spmv_csr(T::ONE, &a, &s, T::ZERO, &mut b)?;
+            (b, Some(s))
         }
     };
     check_vector("b", &b, n)?;
@@ -299,7 +348,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         Err(e) => e.report(),
     };
     if let Some(r) = report {
-        print_summary(args, r, &a, &x, known_solution, read_time, upload_time, &where_)?;
+        print_summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_)?;
         if let (Some(path), Some(h)) = (&args.history, &r.history) {
             write_history(path, h, r.b_norm)?;
         }
@@ -360,7 +409,7 @@ fn print_summary<T: Scalar>(
     r: &CgReport,
     a: &CsrMatrix<T>,
     x: &[T],
-    known_solution: bool,
+    known_solution: Option<&[T]>,
     read_time: Duration,
     upload_time: Duration,
     where_: &str,
@@ -380,11 +429,11 @@ fn print_summary<T: Scalar>(
     for w in r.warnings.iter().filter(|w| !matches!(w, CgWarning::ToleranceBelowPrecision { .. })) {
         eprintln!("spgpu cg: warning: {w}");
     }
-    if known_solution {
-        let ones = vec![T::ONE; x.len()];
+    if let Some(s) = known_solution {
         println!(
-            "error against the known solution x = 1: ||x - 1|| / ||1|| = {:.3e}",
-            reference::relative_error(x, &ones)
+            "error against the known solution {}: ||x - s|| / ||s|| = {:.3e}",
+            args.solution.describe(),
+            reference::relative_error(x, s)
         );
     }
     println!(
