@@ -135,13 +135,16 @@ impl fmt::Display for KernelChoice {
 ///
 /// # The rule (CSR, [`KernelChoice::Auto`])
 ///
-/// Fitted on the H200 (`spgpu bench --suite large` and the 43 SuiteSparse matrices of
-/// `../shared/matrices`, f64 and f32, 2026-11-23; validated on `--suite validate`, other sizes
-/// and seeds; `docs/performance.md` has both runs). First match wins:
+/// Fitted on the H200 with `spgpu bench --suite large` and the 43 SuiteSparse matrices of
+/// `../shared/matrices` (f64 and f32, 2026-11-23), then checked on `--suite validate` (other
+/// sizes and seeds). That check found two misfits, which the rule now handles (rules 3 and 4:
+/// `elast` went to the vector kernel, `longrows:50000` to four threads per row); the
+/// corrected rule was then checked on a third set. `docs/performance.md` has all three
+/// runs. First match wins:
 ///
 /// 1. **No entries: scalar** (it only scales `y`).
-/// 2. **Few rows** (at most [`SpmvPlan::SMALL_ROWS`], half the resident threads of the GPU):
-///    the matrix cannot fill the GPU with one thread per row and is latency-bound.
+/// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
+///    the GPU, and [`SpmvPlan::SMALL_NNZ`] entries): latency-bound.
 ///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times
 ///      the mean and [`SpmvPlan::SKEW_STEPS`] (8) steps of the fill rule's threads: a vector
 ///      kernel's warp would walk it alone. On `hangGlider_2` (max 1463, mean 9) balanced took
@@ -151,22 +154,24 @@ impl fmt::Display for KernelChoice {
 ///      largest power of two `t <= 32` with `rows x t <= FILL_THREADS`, at most the longest
 ///      row; one thread per row (scalar) when that is 1. It beat the fastest cuSPARSE
 ///      variant by 1.3x to 3.6x on the SuiteSparse matrices it was chosen for.
-/// 3. **Many rows, rows of at most 32 entries padding ELL by at most 2%: ELL**
+/// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
+///    the mean): ELL from [`SpmvPlan::ELL_LONG_MIN_ROWS`] rows on (`longrows:50000`: 286 µs
+///    against 376 for cuSPARSE), else the fill rule's vector kernel (`longrows:20000`: 8
+///    threads, 123 µs against 155; `longrows:10000`: 16 threads, 59 against 81).
+/// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
-///    81.3 with SELL and 130 with cuSPARSE; `lap3d:150`: 84.8 µs. ELL reads no row offsets.
-/// 4. **Many rows of even, long rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 64, longest at
-///    most twice the mean): **vector with the design rule's threads, at most 8** (as on
-///    `longrows`, 123 µs against 154 for cuSPARSE).
-/// 5. **Many rows, few entries in medium rows: SELL-C-σ.** When rows of 64 to 511 entries
-///    hold at most [`SpmvPlan::SELL_MAX_MEDIUM`] (2%) of the entries (estimated from the
-///    histogram), sliced ELL with rows sorted within windows streams the short rows like
-///    ELL without its padding, and splits rows past 512 entries into chunks:
-///    `stencil27:100` 79.9 µs (99%), `elast:65` 188 µs (99%), `geo:4000000` 183 µs (90%),
-///    `circuit:3000000` 104 µs. The upload falls back to rule 6 when the slices would store
-///    more than [`SpmvPlan::SELL_MAX_PADDING`] slots per entry.
+///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win.
+/// 5. **Few entries in medium rows: SELL-C-σ.** When rows of 64 to 511 entries hold at most
+///    [`SpmvPlan::SELL_MAX_MEDIUM`] (2%) of the entries (estimated from the histogram),
+///    sliced ELL with rows sorted within windows streams the short rows like ELL without its
+///    padding, and splits rows past 512 entries into chunks: `stencil27:100` 80 µs (99%),
+///    `elast:65` 188 µs (99%), `geo:4000000` 184 µs (90%), `circuit:3000000` 103 µs. The
+///    upload falls back to rule 6 when the slices would store more than
+///    [`SpmvPlan::SELL_MAX_PADDING`] slots per entry.
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
-///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 114 µs against 551 with a
-///    warp per row).
+///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
+///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
+///    gathers of `x`).
 ///
 /// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
 /// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
@@ -203,18 +208,22 @@ pub struct SpmvPlan {
 }
 
 impl SpmvPlan {
-    /// Rule 2 applies to matrices of at most this many rows (half of [`Self::FILL_THREADS`]).
+    /// Rule 2 applies to matrices of at most this many rows (half of [`Self::FILL_THREADS`])...
     pub const SMALL_ROWS: usize = Self::FILL_THREADS / 2;
+    /// ...and at most this many entries (their working set fits the L2: latency-bound).
+    pub const SMALL_NNZ: usize = 1 << 22;
+    /// Rule 3: ELL runs even long rows from this many rows on (enough threads, one per row).
+    pub const ELL_LONG_MIN_ROWS: usize = 40_000;
     /// Rule 2: rows are skewed when the longest exceeds this many times the mean...
     pub const SKEW_FACTOR: f64 = 4.0;
     /// ...and this many steps of the fill rule's threads per row.
     pub const SKEW_STEPS: usize = 8;
-    /// Rule 3: the most ELL may pad (slots per entry) for the auto plan to choose it.
+    /// Rules 3 and 4: the most ELL may pad (slots per entry) for the auto plan to choose it.
     pub const ELL_AUTO_PADDING: f64 = 1.02;
-    /// Rule 3: the longest row ELL is chosen for.
-    pub const ELL_AUTO_MAX_ROW: usize = 32;
-    /// Rule 4: the mean row length from which even rows run the vector kernel.
-    pub const LONG_MEAN: f64 = 64.0;
+    /// Rule 4: the longest row of short rows ELL is chosen for.
+    pub const ELL_AUTO_MAX_ROW: usize = 8;
+    /// Rule 3: the mean row length from which even rows are long.
+    pub const LONG_MEAN: f64 = 256.0;
     /// Rule 5: the largest fraction of entries in rows of 64 to 511 entries for SELL.
     pub const SELL_MAX_MEDIUM: f64 = 0.02;
     /// The scalar kernel runs only when the mean row length is below this.
@@ -292,16 +301,17 @@ impl SpmvPlan {
         if stats.nnz == 0 {
             return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
         }
-        if stats.nrows <= Self::SMALL_ROWS {
+        if stats.nrows <= Self::SMALL_ROWS && stats.nnz <= Self::SMALL_NNZ {
             let steps = stats.max.div_ceil(fill as usize);
             if stats.max as f64 > Self::SKEW_FACTOR * stats.mean && steps > Self::SKEW_STEPS {
                 return (
                     SpmvKernel::Balanced,
                     format!(
-                        "few rows ({} <= {}) but skewed: the longest row ({}) exceeds {} x the mean ({:.2}) and \
-                         {} steps of {fill} threads, so row blocks of equal entry counts balance the work",
+                        "a small matrix ({} rows, {} entries) with skewed rows: the longest ({}) exceeds {} x the \
+                         mean ({:.2}) and {} steps of {fill} threads, so row blocks of equal entry counts balance \
+                         the work",
                         stats.nrows,
-                        Self::SMALL_ROWS,
+                        stats.nnz,
                         stats.max,
                         Self::SKEW_FACTOR,
                         stats.mean,
@@ -309,21 +319,26 @@ impl SpmvPlan {
                     ),
                 );
             }
-            let why = format!(
-                "few rows ({} <= {}): the matrix is latency-bound, so {fill} thread(s) per row fill the GPU \
-                 (rows x threads within {}, at most the longest row {})",
-                stats.nrows,
-                Self::SMALL_ROWS,
-                Self::FILL_THREADS,
-                stats.max
-            );
-            return if fill == 1 {
-                (SpmvKernel::Scalar, why)
-            } else {
-                (SpmvKernel::Vector { threads_per_row: fill }, why)
-            };
+            return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
         }
-        let pad = if stats.nnz == 0 { 1.0 } else { stats.max as f64 * stats.nrows as f64 / stats.nnz as f64 };
+        let pad = stats.max as f64 * stats.nrows as f64 / stats.nnz as f64;
+        if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
+            if stats.nrows >= Self::ELL_LONG_MIN_ROWS && pad <= Self::ELL_AUTO_PADDING {
+                return (
+                    SpmvKernel::Ell,
+                    format!(
+                        "long, even rows (mean {:.2} >= {}, longest {} <= 2 x mean) and {} rows (>= {}): ELL, \
+                         padding {pad:.3} slots per entry",
+                        stats.mean,
+                        Self::LONG_MEAN,
+                        stats.max,
+                        stats.nrows,
+                        Self::ELL_LONG_MIN_ROWS
+                    ),
+                );
+            }
+            return Self::fill_rule(stats, fill, "long, even rows on few rows");
+        }
         if pad <= Self::ELL_AUTO_PADDING && stats.max <= Self::ELL_AUTO_MAX_ROW {
             return (
                 SpmvKernel::Ell,
@@ -333,18 +348,6 @@ impl SpmvPlan {
                     stats.nrows,
                     stats.max,
                     Self::ELL_AUTO_PADDING
-                ),
-            );
-        }
-        if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
-            let tpr = Self::design_threads_per_row(stats.mean, warp_size).min(Self::VECTOR_MAX_THREADS);
-            return (
-                SpmvKernel::Vector { threads_per_row: tpr },
-                format!(
-                    "long, even rows (mean {:.2} >= {}, longest {} <= 2 x mean): {tpr} threads per row",
-                    stats.mean,
-                    Self::LONG_MEAN,
-                    stats.max
                 ),
             );
         }
@@ -369,6 +372,23 @@ impl SpmvPlan {
                 100.0 * Self::SELL_MAX_MEDIUM
             ),
         )
+    }
+
+    /// The vector kernel with the threads per row that fill the GPU (scalar for one).
+    fn fill_rule(stats: &RowStats, fill: u32, what: &str) -> (SpmvKernel, String) {
+        let why = format!(
+            "{what} ({} rows, {} entries): {fill} thread(s) per row fill the GPU (rows x threads within {}, at \
+             most the longest row {})",
+            stats.nrows,
+            stats.nnz,
+            Self::FILL_THREADS,
+            stats.max
+        );
+        if fill == 1 {
+            (SpmvKernel::Scalar, why)
+        } else {
+            (SpmvKernel::Vector { threads_per_row: fill }, why)
+        }
     }
 
     /// The fraction of the entries in rows of 64 to 511 entries, estimated from the
@@ -556,7 +576,8 @@ mod tests {
 
     #[test]
     fn long_even_rows_get_a_sub_warp() {
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; MANY]), 32).kernel(), SpmvKernel::Vector { threads_per_row: 8 });
+        // on many rows, ELL (one thread per row) streams them best
+        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 50_000]), 32).kernel(), SpmvKernel::Ell);
         // 20000 rows of 1000 (longrows) are few rows: 8 threads fill the GPU
         assert_eq!(
             SpmvPlan::from_stats(&stats(&[1000; 20_000]), 32).kernel(),
@@ -569,7 +590,7 @@ mod tests {
         // dense2-like: 2000 rows of 2000: 32 threads per row
         let p = SpmvPlan::from_stats(&stats(&[2000; 2000]), 32);
         assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-        assert!(p.explain().contains("few rows (2000"), "{}", p.explain());
+        assert!(p.explain().contains("(2000 rows, 4000000 entries)"), "{}", p.explain());
         // the longest row bounds the threads: rows of at most 12 get 16
         assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&[12; 500]), 32), 16);
         // one thread per row when the rows alone fill the GPU
