@@ -11,10 +11,11 @@
 //! keeps duplicates; [`read_vector`] reads right-hand sides (`vector` objects and
 //! one-column matrices); [`read_header`] reads only the header.
 //!
-//! The reader is permissive about layout (keywords in any case, blank lines, comment
-//! lines anywhere after the banner, CRLF line ends, tabs, leading spaces) and strict about
-//! content: anything else is a [`MatrixMarketError`] that names the file, the line, the
-//! [kind](MatrixMarketErrorKind) of fault and the offending text, never a panic. Large
+//! The reader is permissive about layout (keywords in any case, a banner with one `%` or
+//! two, blank lines anywhere, comment lines anywhere after the banner, CRLF line ends, tabs,
+//! indentation) and strict about content: anything else is a [`MatrixMarketError`] that
+//! names the file, the line, the [kind](MatrixMarketErrorKind) of fault and the offending
+//! text (control bytes escaped), never a panic. Large
 //! files are parsed on all cores (see the notes in `docs/matrix-market.md`).
 //!
 //! Values are parsed exactly as `str::parse` parses them for the element type (correctly
@@ -23,10 +24,12 @@
 //! element type is an error. `integer` values are converted with one rounding to nearest,
 //! so exactly wherever the element type can represent them.
 //!
-//! The dimensions on the size line are trusted for memory proportional to them (the row
-//! offsets of the CSR result, a dense vector): a file that announces 2^31 - 1 rows needs
-//! 8 GiB for its offsets, as the matrix it describes does. Memory proportional to the
-//! announced entry count is never reserved beyond what the input can hold.
+//! Memory proportional to the announced entry count is never reserved beyond what the
+//! input can hold. The dimensions cannot be bounded so: a file that announces 2^31 - 1 rows
+//! needs 8 GiB for its CSR row offsets, as the matrix it describes does. Every array whose
+//! size the input dictates is checked against the allowance ([`set_memory_limit`],
+//! [`available_host_memory`]) and allocated fallibly: what does not fit is an
+//! [`Error::InsufficientMemory`] naming the array and its size, never an abort.
 //!
 //! # Writing
 //!

@@ -760,18 +760,22 @@ impl<T: Scalar> Parsed<T> {
         let mut offsets: Vec<u32> = unsafe { memory::zeroed(nrows + 1, || format!("the row offsets of {shape}")) }?;
         let (cols, vals) = if !mirrored && rows.par_windows(2).all(|w| w[0] <= w[1]) {
             // Rows already in order (as most writers emit them): the triplets are CSR, and
-            // `offsets[i]` is the number of entries in rows before `i`.
-            let block = nrows / (4 * rayon::current_num_threads()) + 1;
-            offsets.par_chunks_mut(block).enumerate().for_each(|(b, out)| {
-                let first = b * block;
-                let mut k = rows.partition_point(|&r| (r as usize) < first);
-                for (i, o) in out.iter_mut().enumerate() {
-                    while k < rows.len() && (rows[k] as usize) < first + i {
-                        k += 1;
+            // `offsets[i]` is the number of entries in rows before `i`. With no entries the
+            // zeroed offsets are already right: leave their pages untouched (a header can
+            // announce 2^31 - 1 empty rows).
+            if !rows.is_empty() {
+                let block = nrows / (4 * rayon::current_num_threads()) + 1;
+                offsets.par_chunks_mut(block).enumerate().for_each(|(b, out)| {
+                    let first = b * block;
+                    let mut k = rows.partition_point(|&r| (r as usize) < first);
+                    for (i, o) in out.iter_mut().enumerate() {
+                        while k < rows.len() && (rows[k] as usize) < first + i {
+                            k += 1;
+                        }
+                        *o = k as u32;
                     }
-                    *o = k as u32;
-                }
-            });
+                });
+            }
             drop(rows);
             (cols, vals)
         } else {
@@ -895,6 +899,9 @@ fn prefix_sum(offsets: &mut [u32]) {
 fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec<T>) -> (Vec<u32>, Vec<T>) {
     let nrows = offsets.len() - 1;
     let nnz = cols.len();
+    if nnz == 0 {
+        return (cols, vals); // nothing to sort, however many rows
+    }
     // Blocks of rows with about equal entries, one slice of `cols`/`vals` each.
     let nblocks = (rayon::current_num_threads() * 8).min(nrows.max(1)).min(nnz / 4096 + 1);
     let mut blocks = Vec::with_capacity(nblocks);

@@ -31,8 +31,8 @@ pub struct Args {
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
     /// 32), ell; or a comma-separated list of them, each checked and timed in turn on the
     /// same matrix and x.
-    #[arg(long, default_value = "auto", value_delimiter = ',', value_parser = parse_kernel)]
-    pub kernel: Vec<KernelChoice>,
+    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    pub kernel: Vec<String>,
     /// Element type: f64 or f32.
     #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
     pub precision: String,
@@ -53,19 +53,17 @@ pub struct Args {
     pub seed: u64,
 }
 
-/// Parses one `--kernel` name (so that clap reports a bad one as a usage error).
-fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
-    s.parse::<KernelChoice>().map_err(|e| match e {
-        spgpu::Error::InvalidArgument(m) => m,
-        e => e.to_string(),
-    })
-}
-
 /// Runs `spgpu spmv`.
 pub fn run(args: Args) -> CliResult {
+    // An unknown kernel name is a usage error (status 2).
+    let choices = args
+        .kernel
+        .iter()
+        .map(|k| k.parse::<KernelChoice>().map_err(|e| crate::UsageError(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
     match args.precision.as_str() {
-        "f32" => run_typed::<f32>(&args, &args.kernel),
-        _ => run_typed::<f64>(&args, &args.kernel),
+        "f32" => run_typed::<f32>(&args, &choices),
+        _ => run_typed::<f64>(&args, &choices),
     }
 }
 
