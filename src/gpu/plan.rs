@@ -139,8 +139,10 @@ impl fmt::Display for KernelChoice {
 /// `../shared/matrices` (f64 and f32, 2026-11-23), then checked on `--suite validate` (other
 /// sizes and seeds). That check found two misfits, which the rule now handles (rules 3 and 4:
 /// `elast` went to the vector kernel, `longrows:50000` to four threads per row); the
-/// corrected rule was then checked on a third set. `docs/performance.md` has all three
-/// runs. First match wins:
+/// corrected rule was run on a third set, which showed that rule 5's first criterion (rows
+/// of 64 to 511 entries) also sent `elast` (81 per row) to balanced: rule 5 now counts only
+/// rows longer than 4 times the mean. `docs/performance.md` has the runs and says which
+/// rule each figure comes from. First match wins:
 ///
 /// 1. **No entries: scalar** (it only scales `y`).
 /// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
@@ -161,8 +163,9 @@ impl fmt::Display for KernelChoice {
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win.
-/// 5. **Few entries in medium rows: SELL-C-σ.** When rows of 64 to 511 entries hold at most
-///    [`SpmvPlan::SELL_MAX_MEDIUM`] (2%) of the entries (estimated from the histogram),
+/// 5. **Few entries in tail rows: SELL-C-σ.** When rows longer than 4 times the mean but
+///    below 512 entries hold at most [`SpmvPlan::SELL_MAX_TAIL`] (2%) of the entries
+///    ([`SpmvPlan::tail_fraction`], estimated from the histogram),
 ///    sliced ELL with rows sorted within windows streams the short rows like ELL without its
 ///    padding, and splits rows past 512 entries into chunks: `stencil27:100` 80 µs (99%),
 ///    `elast:65` 188 µs (99%), `geo:4000000` 184 µs (90%), `circuit:3000000` 103 µs. The
@@ -224,8 +227,10 @@ impl SpmvPlan {
     pub const ELL_AUTO_MAX_ROW: usize = 8;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
-    /// Rule 5: the largest fraction of entries in rows of 64 to 511 entries for SELL.
-    pub const SELL_MAX_MEDIUM: f64 = 0.02;
+    /// Rule 5: the largest fraction of entries in tail rows ([`Self::tail_fraction`]) for SELL.
+    pub const SELL_MAX_TAIL: f64 = 0.02;
+    /// Rule 5: tail rows are longer than this many times the mean.
+    pub const TAIL_FACTOR: f64 = 4.0;
     /// The scalar kernel runs only when the mean row length is below this.
     pub const SCALAR_MAX_MEAN: f64 = 8.0;
     /// The scalar kernel runs only when no row is longer than this.
@@ -351,25 +356,28 @@ impl SpmvPlan {
                 ),
             );
         }
-        let medium = Self::medium_fraction(stats);
-        if medium <= Self::SELL_MAX_MEDIUM {
+        let tail = Self::tail_fraction(stats);
+        if tail <= Self::SELL_MAX_TAIL {
             return (
                 SpmvKernel::Sell,
                 format!(
-                    "rows of 64 to 511 entries hold about {:.1}% of the entries (<= {}%): SELL-C-sigma streams \
-                     the short rows like ELL, rows past 512 entries go in chunks",
-                    100.0 * medium,
-                    100.0 * Self::SELL_MAX_MEDIUM
+                    "rows of {:.0} (4 x the mean) to 511 entries hold about {:.1}% of the entries (<= {}%): \
+                     SELL-C-sigma streams the rows like ELL without its padding, rows past 512 entries go in \
+                     chunks",
+                    Self::TAIL_FACTOR * stats.mean,
+                    100.0 * tail,
+                    100.0 * Self::SELL_MAX_TAIL
                 ),
             );
         }
         (
             SpmvKernel::Balanced,
             format!(
-                "rows of 64 to 511 entries hold about {:.1}% of the entries (> {}%): row blocks of equal entry \
-                 counts (long rows split over several blocks) balance the work",
-                100.0 * medium,
-                100.0 * Self::SELL_MAX_MEDIUM
+                "rows of {:.0} (4 x the mean) to 511 entries hold about {:.1}% of the entries (> {}%): row blocks \
+                 of equal entry counts (long rows split over several blocks) balance the work",
+                Self::TAIL_FACTOR * stats.mean,
+                100.0 * tail,
+                100.0 * Self::SELL_MAX_TAIL
             ),
         )
     }
@@ -391,18 +399,20 @@ impl SpmvPlan {
         }
     }
 
-    /// The fraction of the entries in rows of 64 to 511 entries, estimated from the
-    /// histogram (each row counted at the middle of its class).
-    pub fn medium_fraction(stats: &RowStats) -> f64 {
+    /// The fraction of the entries in the **tail** rows: rows longer than
+    /// [`Self::TAIL_FACTOR`] times the mean but short enough for SELL's slices (below 512
+    /// entries), estimated from the power-of-two histogram (classes whose shortest length
+    /// exceeds the bound, each row counted at the middle of its class). Such rows make a
+    /// slice's threads walk rows of very different lengths.
+    pub fn tail_fraction(stats: &RowStats) -> f64 {
         if stats.nnz == 0 {
             return 0.0;
         }
-        let entries: f64 = (7..=9)
-            .filter_map(|k| stats.histogram.get(k).map(|&n| (k, n)))
-            .map(|(k, n)| {
-                let (lo, hi) = RowStats::class_range(k);
-                n as f64 * (lo + hi) as f64 / 2.0
-            })
+        let bound = Self::TAIL_FACTOR * stats.mean;
+        let entries: f64 = (1..stats.histogram.len())
+            .map(|k| (RowStats::class_range(k), stats.histogram[k]))
+            .filter(|&((lo, hi), _)| lo as f64 > bound && hi < 512)
+            .map(|((lo, hi), n)| n as f64 * (lo + hi) as f64 / 2.0)
             .sum();
         (entries / stats.nnz as f64).min(1.0)
     }
@@ -553,7 +563,7 @@ mod tests {
     }
 
     #[test]
-    fn uneven_short_rows_are_sell_and_medium_rows_balanced() {
+    fn uneven_short_rows_are_sell_and_tails_balanced() {
         // 3 to 30 entries: SELL
         let l: Vec<usize> = (0..MANY).map(|i| 3 + i % 28).collect();
         let p = SpmvPlan::from_stats(&stats(&l), 32);
@@ -563,15 +573,22 @@ mod tests {
         l[10] = 60_000;
         l[20] = 30_000;
         assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Sell);
-        // rows of 64-511 entries holding more than 2% of the entries: balanced
+        // rows of 300 among rows of 4 (a tail) holding more than 2% of the entries: balanced
         let mut l = vec![4; MANY];
         for r in (0..MANY).step_by(50) {
             l[r] = 300;
         }
         let p = SpmvPlan::from_stats(&stats(&l), 32);
-        assert!(SpmvPlan::medium_fraction(&stats(&l)) > SpmvPlan::SELL_MAX_MEDIUM);
+        assert!(SpmvPlan::tail_fraction(&stats(&l)) > SpmvPlan::SELL_MAX_TAIL);
         assert_eq!(p.kernel(), SpmvKernel::Balanced, "{}", p.explain());
         assert!(p.explain().contains("row blocks"), "{}", p.explain());
+    }
+
+    #[test]
+    fn elasticity_rows_are_sell() {
+        // 81 per interior row, fewer on the boundary: no tail, SELL
+        let l: Vec<usize> = (0..MANY).map(|i| if i % 10 == 0 { 54 } else { 81 }).collect();
+        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Sell);
     }
 
     #[test]
