@@ -97,10 +97,13 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 // group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
 // its row flagged with SPGPU_LONG_FLAG) sums its piece and writes the sum to partials[block];
 // spmv_csr_balanced_fixup adds the pieces of each long row in order and writes y. Every sum
-// has a fixed order: results repeat bit for bit. Columns and values, read once, are loaded
+// has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
+// shared memory): on the H200 this beat 2048 by 3-20% on R-MAT and web-like graphs
+// (rmat:22:8 f32 338 -> 268 us), whose x gathers hit the L1 more when shared memory takes less
+// of it, and beat 512 and 256. Columns and values, read once, are loaded
 // with the evict-first (streaming) cache hint, so they do not push x out of the L2: on the
 // H200 this took powerlaw:4000000 (f64, x of 32 MB) from 591 to 504 us.
-#define SPGPU_BALANCED_ENTRIES 2048
+#define SPGPU_BALANCED_ENTRIES 1024
 #define SPGPU_LONG_FLAG 0x80000000u
 
 // The block-wide sum of `v`, valid in thread 0; every thread of the block must call it.
@@ -233,6 +236,9 @@ __device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigne
     }
 }
 
+// Entries per chunk of a long row in the SELL kernel (CHUNK in src/gpu/sell.rs).
+#define SPGPU_SELL_CHUNK 2048
+
 // SELL-C-sigma with long rows apart (src/gpu/sell.rs describes the storage). Blocks below
 // nslice_blocks run SPGPU_BLOCK sorted rows each, one thread per row: a warp is a slice, and
 // its threads walk their slice's slots column-major, so each step reads 32 consecutive
@@ -250,7 +256,7 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const unsigned chunk = blockIdx.x - nslice_blocks;
         const unsigned e0 = ldg(chunk_entry + chunk);
         const unsigned n = ldg(chunk_entry + chunk + 1) - e0;
-        constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
+        constexpr unsigned PER_THREAD = SPGPU_SELL_CHUNK / SPGPU_BLOCK;
         acc_t sum = 0;
         if (alpha != T(0)) {
             unsigned c[PER_THREAD];

@@ -74,7 +74,10 @@ fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
         ("stencil27 7", gen::laplacian_3d_27pt(7)),
         ("one row holds 90% of the entries", lengths_csr(&ninety_percent_row(), 60_000, 9)),
         ("one column", random_csr(5000, 1, 1, 3, 10)),
-        ("rows at the chunk boundaries", lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047], 8192, 11)),
+        (
+            "rows at the chunk boundaries",
+            lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047, 1024, 1025, 1023], 8192, 11),
+        ),
         ("many long rows among short ones", lengths_csr(&many_long_rows(), 10_000, 12)),
     ]
 }
@@ -473,8 +476,8 @@ fn balanced_and_sell_on_small_matrices() {
     let Some(ctx) = gpu("balanced_and_sell_on_small_matrices") else { return };
     let mut rng = StdRng::seed_from_u64(77);
     let mut lengths: Vec<usize> = (0..700).map(|i| (i * 5) % 9).collect();
-    lengths[3] = 5000; // three chunks
-    lengths[400] = 2049; // two chunks
+    lengths[3] = 5000; // five balanced chunks, three SELL chunks
+    lengths[400] = 2049; // three balanced chunks, two SELL chunks
     lengths[401] = 700; // a row past SELL's LONG_ROW, within one balanced block
     let a = lengths_csr(&lengths, 6000, 15);
     for choice in [KernelChoice::Balanced, KernelChoice::Sell] {
