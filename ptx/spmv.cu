@@ -104,6 +104,9 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 // with the evict-first (streaming) cache hint, so they do not push x out of the L2: on the
 // H200 this took powerlaw:4000000 (f64, x of 32 MB) from 591 to 504 us.
 #define SPGPU_BALANCED_ENTRIES 1024
+// Entries per chunk block (a row longer than a stream block is cut into chunks of this size;
+// one chunk when it fits, then the block writes y itself and no fix-up is needed).
+#define SPGPU_BALANCED_CHUNK 2048
 #define SPGPU_LONG_FLAG 0x80000000u
 
 // The block-wide sum of `v`, valid in thread 0; every thread of the block must call it.
@@ -138,19 +141,22 @@ __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_of
     constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
 
     if (row_tag & SPGPU_LONG_FLAG) {
-        // A chunk of a long row: its sum goes to partials[b].
+        // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
+        // registers): when it is the whole row, it writes y; otherwise its sum goes to
+        // partials[b] for the fix-up kernel.
+        constexpr unsigned PER_CHUNK = SPGPU_BALANCED_CHUNK / SPGPU_BLOCK;
         acc_t sum = 0;
         if (alpha != T(0)) {
-            unsigned c[PER_THREAD];
-            T v[PER_THREAD];
+            unsigned c[PER_CHUNK];
+            T v[PER_CHUNK];
 #pragma unroll
-            for (unsigned k = 0; k < PER_THREAD; ++k) {
+            for (unsigned k = 0; k < PER_CHUNK; ++k) {
                 const unsigned i = tid + k * SPGPU_BLOCK;
                 c[k] = i < n ? ldcs(col_indices + e0 + i) : 0u;
                 v[k] = i < n ? ldcs(values + e0 + i) : T(0);
             }
 #pragma unroll
-            for (unsigned k = 0; k < PER_THREAD; ++k) {
+            for (unsigned k = 0; k < PER_CHUNK; ++k) {
                 if (tid + k * SPGPU_BLOCK < n) {
                     sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
                 }
@@ -158,7 +164,12 @@ __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_of
         }
         sum = block_sum(sum);
         if (tid == 0) {
-            partials[b] = sum;
+            const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
+            if (e0 == ldg(row_offsets + row) && e0 + n == ldg(row_offsets + row + 1)) {
+                store_axpby(y, row, alpha, sum, beta);
+            } else {
+                partials[b] = sum;
+            }
         }
         return;
     }

@@ -476,9 +476,10 @@ fn balanced_and_sell_on_small_matrices() {
     let Some(ctx) = gpu("balanced_and_sell_on_small_matrices") else { return };
     let mut rng = StdRng::seed_from_u64(77);
     let mut lengths: Vec<usize> = (0..700).map(|i| (i * 5) % 9).collect();
-    lengths[3] = 5000; // five balanced chunks, three SELL chunks
-    lengths[400] = 2049; // three balanced chunks, two SELL chunks
+    lengths[3] = 5000; // three chunks (balanced and SELL)
+    lengths[400] = 2049; // two chunks
     lengths[401] = 700; // a row past SELL's LONG_ROW, within one balanced block
+    lengths[402] = 1500; // one balanced chunk block that writes y itself
     let a = lengths_csr(&lengths, 6000, 15);
     for choice in [KernelChoice::Balanced, KernelChoice::Sell] {
         let d = DeviceCsr::upload_with(ctx, &a, choice).unwrap();

@@ -11,11 +11,12 @@
 //!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32) and
 //!   written to `y`. A row joins the block only while no group needs more than
 //!   [`MAX_STEPS`] steps for its row, so one long row cannot stall a block of short ones.
-//! - A row longer than [`BLOCK_ENTRIES`] is a **long row**: it is split into chunks of
-//!   [`BLOCK_ENTRIES`] entries, one block each (its row index carries [`LONG_FLAG`]). Each chunk
-//!   block writes the sum of its chunk to its own slot of a scratch array, and a second
-//!   kernel (`spmv_csr_balanced_fixup_<scalar>`) adds each long row's chunk sums in chunk
-//!   order and writes `y`.
+//! - A row longer than [`BLOCK_ENTRIES`] is split into chunks of [`CHUNK_ENTRIES`] entries,
+//!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
+//!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
+//!   block write its sum to its own slot of a scratch array, and a second kernel
+//!   (`spmv_csr_balanced_fixup_<scalar>`) adds each long row's chunk sums in chunk order and
+//!   writes `y`.
 //!
 //! So the work per block is bounded by the entry count, whatever the row lengths, and every
 //! sum is taken in a fixed order: results repeat bit for bit, with no atomics.
@@ -35,6 +36,11 @@ pub const BLOCK_THREADS: usize = 256;
 /// block are kept in shared memory as `f64`, 8 KiB per block. 1024 beat 2048, 512 and 256 on
 /// the H200 (graphs with random columns gather `x` through an L1 that shared memory shares).
 pub const BLOCK_ENTRIES: usize = 1024;
+
+/// Entries per chunk of a row longer than [`BLOCK_ENTRIES`] (`SPGPU_BALANCED_CHUNK` in
+/// `ptx/spmv.cu`; a chunk is summed in registers, 8 entries per thread). A row of at most
+/// this many entries is one chunk, whose block writes `y` itself.
+pub const CHUNK_ENTRIES: usize = 2048;
 
 /// A row joins a stream block only while its group of threads needs at most this many
 /// steps to sum it (`ceil(len / threads_per_row)`).
@@ -75,7 +81,8 @@ pub struct RowBlocks {
     pub block_row: Vec<u32>,
     /// First entry of each block; `nblocks + 1` entries, the last `nnz`.
     pub block_entry: Vec<u32>,
-    /// `[row, first chunk block, chunk count]` of each long row, in row order.
+    /// `[row, first chunk block, chunk count]` of each row of more than one chunk, in row
+    /// order.
     pub long_rows: Vec<[u32; 3]>,
 }
 
@@ -85,12 +92,12 @@ impl RowBlocks {
     /// holds). Runs in parallel over pieces of [`PIECE_ROWS`] rows.
     ///
     /// ```
-    /// use spgpu::gpu::balance::{RowBlocks, BLOCK_ENTRIES, LONG_FLAG};
-    /// // rows of 3, 0, 2500 and 2 entries
-    /// let b = RowBlocks::new(&[0, 3, 3, 2503, 2505]);
+    /// use spgpu::gpu::balance::{RowBlocks, CHUNK_ENTRIES, LONG_FLAG};
+    /// // rows of 3, 0, 5000 and 2 entries
+    /// let b = RowBlocks::new(&[0, 3, 3, 5003, 5005]);
     /// // rows 0-1 in one block, row 2 in three chunks, row 3 alone
     /// assert_eq!(b.block_row, vec![0, 2 | LONG_FLAG, 2 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
-    /// assert_eq!(b.block_entry, vec![0, 3, 3 + BLOCK_ENTRIES as u32, 3 + 2 * BLOCK_ENTRIES as u32, 2503, 2505]);
+    /// assert_eq!(b.block_entry, vec![0, 3, 3 + CHUNK_ENTRIES as u32, 3 + 2 * CHUNK_ENTRIES as u32, 5003, 5005]);
     /// assert_eq!(b.long_rows, vec![[2, 1, 3]]);
     /// ```
     pub fn new(row_offsets: &[u32]) -> RowBlocks {
@@ -123,11 +130,13 @@ impl RowBlocks {
         let mut r = lo;
         while r < hi {
             if len(r) > BLOCK_ENTRIES {
-                let chunks = len(r).div_ceil(BLOCK_ENTRIES);
-                b.long_rows.push([r as u32, b.block_row.len() as u32, chunks as u32]);
+                let chunks = len(r).div_ceil(CHUNK_ENTRIES);
+                if chunks > 1 {
+                    b.long_rows.push([r as u32, b.block_row.len() as u32, chunks as u32]);
+                }
                 for k in 0..chunks {
                     b.block_row.push(r as u32 | LONG_FLAG);
-                    b.block_entry.push(off[r] + (k * BLOCK_ENTRIES) as u32);
+                    b.block_entry.push(off[r] + (k * CHUNK_ENTRIES) as u32);
                 }
                 r += 1;
                 continue;
@@ -205,10 +214,10 @@ mod tests {
         let mut long_seen = Vec::new();
         for k in 0..n {
             let (e0, e1) = (b.block_entry[k] as usize, b.block_entry[k + 1] as usize);
-            assert!(e0 <= e1 && e1 - e0 <= BLOCK_ENTRIES, "block {k}: entries {e0}..{e1}");
+            assert!(e0 <= e1 && e1 - e0 <= CHUNK_ENTRIES, "block {k}: entries {e0}..{e1}");
             if b.block_row[k] & LONG_FLAG != 0 {
                 let r = (b.block_row[k] & !LONG_FLAG) as usize;
-                assert!(lengths[r] > BLOCK_ENTRIES);
+                assert!(lengths[r] > BLOCK_ENTRIES && e1 - e0 <= CHUNK_ENTRIES);
                 assert!(e0 >= off[r] as usize && e1 <= off[r + 1] as usize && e1 > e0);
                 if long_seen.last() != Some(&r) {
                     long_seen.push(r);
@@ -219,6 +228,7 @@ mod tests {
                 let r0 = b.block_row[k] as usize;
                 let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
                 assert!(r1 > r0 && r1 - r0 <= BLOCK_THREADS, "block {k}: rows {r0}..{r1}");
+                assert!(e1 - e0 <= BLOCK_ENTRIES, "stream block {k}: entries {e0}..{e1}");
                 assert_eq!((e0, e1), (off[r0] as usize, off[r1] as usize));
                 let t = threads_per_row(r1 - r0);
                 for r in r0..r1 {
@@ -232,9 +242,10 @@ mod tests {
             assert_eq!(covered[r], l.max(1), "row {r} of {l} entries covered once");
         }
         let listed: Vec<usize> = b.long_rows.iter().map(|l| l[0] as usize).collect();
-        assert_eq!(listed, long_seen);
+        let multi: Vec<usize> = long_seen.into_iter().filter(|&r| lengths[r] > CHUNK_ENTRIES).collect();
+        assert_eq!(listed, multi, "rows of more than one chunk are listed for the fix-up");
         for &[r, first, count] in &b.long_rows {
-            assert_eq!(count as usize, lengths[r as usize].div_ceil(BLOCK_ENTRIES));
+            assert_eq!(count as usize, lengths[r as usize].div_ceil(CHUNK_ENTRIES));
             for k in first..first + count {
                 assert_eq!(b.block_row[k as usize], r | LONG_FLAG);
             }
@@ -275,19 +286,23 @@ mod tests {
 
     #[test]
     fn long_rows_are_chunked() {
-        let l = [3, 0, 2 * BLOCK_ENTRIES + 1, 0, 5 * BLOCK_ENTRIES, 1];
+        let l = [3, 0, 2 * CHUNK_ENTRIES + 1, 0, 5 * CHUNK_ENTRIES, 1];
         let b = check(&l);
         assert_eq!(b.long_rows, vec![[2, 1, 3], [4, 5, 5]]);
         assert_eq!(b.scratch_len(), b.nblocks());
+        // a row between a stream block and a chunk is one block, with no fix-up
+        let b = check(&[3, BLOCK_ENTRIES + 1, CHUNK_ENTRIES, 2]);
+        assert_eq!(b.block_row, vec![0, 1 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
+        assert!(b.long_rows.is_empty() && b.scratch_len() == 0);
     }
 
     #[test]
     fn pieces_join_with_consistent_indices() {
         // long rows in several pieces: their first-block indices must be global
         let mut l = vec![1usize; 3 * PIECE_ROWS + 17];
-        l[5] = 3 * BLOCK_ENTRIES;
-        l[PIECE_ROWS + 9] = BLOCK_ENTRIES + 1;
-        l[3 * PIECE_ROWS + 3] = 10 * BLOCK_ENTRIES;
+        l[5] = 3 * CHUNK_ENTRIES;
+        l[PIECE_ROWS + 9] = CHUNK_ENTRIES + 1;
+        l[3 * PIECE_ROWS + 3] = 10 * CHUNK_ENTRIES;
         let b = check(&l);
         assert_eq!(b.long_rows.len(), 3);
     }
@@ -296,7 +311,7 @@ mod tests {
         #[test]
         fn any_row_lengths_give_a_valid_partition(
             lengths in prop::collection::vec(
-                prop_oneof![8 => 0usize..12, 2 => 0usize..300, 1 => 0usize..3 * BLOCK_ENTRIES], 0..600)
+                prop_oneof![8 => 0usize..12, 2 => 0usize..300, 1 => 0usize..3 * CHUNK_ENTRIES], 0..600)
         ) {
             check(&lengths);
         }
