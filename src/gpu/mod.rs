@@ -11,9 +11,10 @@
 //! - `spmv(alpha, &x, beta, &mut y)` computes `y = alpha*A*x + beta*y` on the context's
 //!   stream, without synchronizing. `beta == 0` never reads `y`; `alpha == 0` never reads
 //!   `A` or `x`.
-//! - [`SpmvPlan`] is the one place where a CSR kernel is chosen from the row statistics
-//!   (see its docs for the rule); it can be built without a GPU and [`SpmvPlan::explain`]s
-//!   its choice.
+//! - [`SpmvPlan`] is the one place where the kernel and the device storage of a CSR matrix
+//!   are chosen from its row statistics (scalar or vector CSR, the load-balanced CSR kernel of
+//!   [`balance`], ELL, or the SELL-C-σ storage of [`sell`]; see its docs for the rule); it
+//!   can be built without a GPU and [`SpmvPlan::explain`]s its choice.
 //!
 //! # Threading model
 //!

@@ -64,7 +64,8 @@ pub enum KernelChoice {
     Vector,
     /// The vector CSR kernel with this many threads per row.
     VectorTpr(u32),
-    /// The ELLPACK kernel: applies to a [`DeviceEll`](super::DeviceEll) only.
+    /// The ELLPACK kernel: a [`DeviceEll`](super::DeviceEll), or a
+    /// [`DeviceCsr`](super::DeviceCsr) uploaded with this choice (stored as ELLPACK).
     Ell,
     /// The load-balanced CSR kernel.
     Balanced,
@@ -262,8 +263,7 @@ impl SpmvPlan {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for [`KernelChoice::Ell`] (it needs a
-    /// [`DeviceEll`](super::DeviceEll)) and for a threads-per-row count that is not one of
+    /// [`Error::InvalidArgument`] for a threads-per-row count that is not one of
     /// [`VECTOR_THREADS_PER_ROW`] or exceeds the warp size.
     pub fn with_choice(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
         let design = Self::design_threads_per_row(stats.mean, warp_size);

@@ -20,8 +20,10 @@ pub const HISTORY_LIMIT: usize = 1 << 20;
 /// - The vector passes, [`cg_vector_bytes`].
 ///
 /// The device backend moves exactly these bytes when the SpMV is fused with the `p'Ap`
-/// reduction (CSR with the scalar kernel, or ELL without padding); otherwise the separate
-/// reduction reads `p` and `q` once more.
+/// reduction (CSR with the scalar kernel, or ELL without padding); with the plan's other
+/// kernels (vector, balanced, SELL) the separate reduction reads `p` and `q` once more, and
+/// the kernel's own storage differs from CSR's (SELL: padding and a row order, balanced: row
+/// blocks).
 ///
 /// ```
 /// // The 4-million-row 2D Poisson problem in f64: about 608 MB per iteration.

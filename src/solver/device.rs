@@ -16,10 +16,12 @@ use crate::{Error, Result, Scalar};
 /// The GPU backend: vectors are [`DeviceVector`]s, scalars live in a [`DeviceState`] in
 /// device memory, and every step is a kernel queued on the context's stream.
 ///
-/// An iteration is four launches and no copy to the host: `q = A p` fused with the `p'Ap`
-/// reduction (for a CSR matrix planned for the scalar kernel, and for ELL; other operators
-/// run their own SpMV and a separate reduction), the fused update of `x`, `r` and the
-/// norms, and `p = z + beta p`. Reductions are deterministic: a run repeats bit for bit.
+/// An iteration is four or five launches and no copy to the host: `q = A p` with the
+/// matrix's own plan (its kernel and storage: [`SpmvPlan`](crate::gpu::SpmvPlan)), fused
+/// with the `p'Ap` reduction for the scalar CSR kernel and for ELL, else followed by a
+/// separate `p'q` reduction; the fused update of `x`, `r` and the norms; and `p = z + beta p`.
+/// Every one of them runs on the backend's stream, so every plan is recorded as a CUDA graph.
+/// Reductions are deterministic: a run repeats bit for bit.
 ///
 /// It is `Send` and `Sync`: any number of threads may solve at once, with one `Device`
 /// each or one shared by all (each solve has its own vectors and [`DeviceState`]). Batches
@@ -344,9 +346,9 @@ impl<T: Scalar> Backend<T> for Device {
         blas::direction(self.ctx, self.stream(s), &s.kernels, &s.ws, p, r, z, dinv, mode(precond))
     }
 
-    /// Records when the SpMV is fused (CSR with the scalar kernel, or ELL) and the
-    /// preconditioner is none or diagonal: then every step is a kernel of `ptx/cg.cu`,
-    /// queued on the capture stream. The recording keeps the ids of every allocation its
+    /// Records when the operator is a device matrix (any plan: its SpMV kernel and the
+    /// kernels of `ptx/cg.cu` all go to the capture stream) and the preconditioner is none or
+    /// diagonal. The recording keeps the ids of every allocation its
     /// kernels use (vectors, matrix arrays, the state's workspace); memory that spgpu did
     /// not allocate cannot be checked, and is refused.
     fn record(

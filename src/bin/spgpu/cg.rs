@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvPlan};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
     cg_vector_bytes, cg_with, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint, Device, Host, Identity,
     Jacobi, LinearOperator, PreconditionerKind,
@@ -101,7 +101,9 @@ pub struct Args {
     /// Preconditioner: none or jacobi.
     #[arg(long, default_value = "none", value_parser = ["none", "jacobi"])]
     pub precond: String,
-    /// Device storage: auto (ELL when it pads little, else CSR), csr or ell.
+    /// Device storage: auto (the SpMV plan's kernel and storage: ELL, SELL-C-sigma or CSR),
+    /// csr (the plan, kept on CSR storage: the balanced kernel where the plan would store
+    /// ELL or SELL) or ell (a DeviceEll).
     #[arg(long, default_value = "auto", value_parser = ["auto", "csr", "ell"])]
     pub format: String,
     /// Element type: f64 or f32.
@@ -310,12 +312,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
             (res, x, Duration::ZERO, "CPU".to_string())
         }
         Target::Gpu(ctx) => {
-            let plan = SpmvPlan::from_stats(&a.row_stats(), ctx.warp_size());
-            let use_ell = match args.format.as_str() {
-                "ell" => true,
-                "csr" => false,
-                _ => plan.ell_padding() <= SpmvPlan::ELL_MAX_PADDING,
-            };
+            let use_ell = args.format == "ell";
             let t_up = Instant::now();
             let device = Device::new(ctx)?;
             let mut d_x = DeviceVector::from_slice(ctx, &x0)?;
@@ -330,13 +327,19 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                     format!("ELL (width {width})"),
                 )
             } else {
-                let d_a = DeviceCsr::upload(ctx, &a)?;
+                // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
+                let mut choice = KernelChoice::Auto;
+                if args.format == "csr" {
+                    let plan = SpmvPlan::from_stats(&a.row_stats(), ctx.warp_size());
+                    if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
+                        choice = KernelChoice::Balanced;
+                    }
+                }
+                let d_a = DeviceCsr::upload_with(ctx, &a, choice)?;
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
-                (
-                    solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)),
-                    format!("CSR, {}", plan.kernel()),
-                )
+                let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
+                (solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)), what)
             };
             let (res, up) = res?;
             (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))

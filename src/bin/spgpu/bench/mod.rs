@@ -84,6 +84,7 @@ fn after_help() -> String {
             "other sizes and seeds of the same classes, to check rules fitted on large",
             Suite::Validate.specs(),
         ),
+        ("check", "a third set of sizes and seeds, for rules revised after validate", Suite::Check.specs()),
     ] {
         s += &format!("  {name:<9} {what}:\n");
         let mut line = String::from("            ");
@@ -126,7 +127,7 @@ pub struct Args {
     /// longrows:20000 (repeatable; see `spgpu gen`).
     #[arg(long = "gen", value_name = "NAME")]
     pub gens: Vec<String>,
-    /// A named set of generated matrices: large (the fit set) or validate (repeatable;
+    /// A named set of generated matrices: large (the fit set), validate or check (repeatable;
     /// combines with paths and --gen; listed below).
     #[arg(long = "suite", value_enum, value_name = "NAME")]
     pub suites: Vec<Suite>,
