@@ -89,7 +89,7 @@ pub struct RowBlocks {
 impl RowBlocks {
     /// Partitions the rows of a CSR matrix given by its row offsets (`nrows + 1`
     /// non-decreasing entries starting at 0, as a validated [`CsrMatrix`](crate::CsrMatrix)
-    /// holds). Runs in parallel over pieces of [`PIECE_ROWS`] rows.
+    /// holds). Runs in parallel over pieces of 65536 rows.
     ///
     /// ```
     /// use spgpu::gpu::balance::{RowBlocks, CHUNK_ENTRIES, LONG_FLAG};

@@ -8,7 +8,7 @@
 //!   per row, its longest row's length, column-major: slot `k` of the slice's lane `l` is at
 //!   `slice_ptr[s] + k * SLICE + l`, so a warp reads 32 consecutive slots per step, like ELL,
 //!   without the padding ELL needs when rows differ. Padding slots hold column
-//!   [`ELL_PADDING`](crate::ELL_PADDING) and value 0. `perm[p]` is the row at sorted position `p`.
+//!   [`ELL_PADDING`] and value 0. `perm[p]` is the row at sorted position `p`.
 //! - Rows longer than [`LONG_ROW`] are **long**: their entries are kept in CSR order in arrays
 //!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each,
 //!   whose sums go to a scratch array and are added per row, in chunk order, by the fix-up
