@@ -125,6 +125,34 @@ __device__ __forceinline__ acc_t block_sum(acc_t v) {
     return v;
 }
 
+// The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the whole block, valid in
+// thread 0: every thread loads CHUNK / SPGPU_BLOCK entries (coalesced, evict-first), then
+// gathers x. 0 when alpha == 0 (nothing is read). Every thread of the block must call it.
+template <typename T, unsigned CHUNK>
+__device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                           unsigned n, const T* __restrict__ x, T alpha) {
+    constexpr unsigned PER_THREAD = CHUNK / SPGPU_BLOCK;
+    const unsigned tid = threadIdx.x;
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        unsigned c[PER_THREAD];
+        T v[PER_THREAD];
+#pragma unroll
+        for (unsigned k = 0; k < PER_THREAD; ++k) {
+            const unsigned i = tid + k * SPGPU_BLOCK;
+            c[k] = i < n ? ldcs(cols + i) : 0u;
+            v[k] = i < n ? ldcs(vals + i) : T(0);
+        }
+#pragma unroll
+        for (unsigned k = 0; k < PER_THREAD; ++k) {
+            if (tid + k * SPGPU_BLOCK < n) {
+                sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
+            }
+        }
+    }
+    return block_sum(sum);
+}
+
 template <typename T>
 __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
@@ -144,25 +172,7 @@ __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_of
         // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
         // registers): when it is the whole row, it writes y; otherwise its sum goes to
         // partials[b] for the fix-up kernel.
-        constexpr unsigned PER_CHUNK = SPGPU_BALANCED_CHUNK / SPGPU_BLOCK;
-        acc_t sum = 0;
-        if (alpha != T(0)) {
-            unsigned c[PER_CHUNK];
-            T v[PER_CHUNK];
-#pragma unroll
-            for (unsigned k = 0; k < PER_CHUNK; ++k) {
-                const unsigned i = tid + k * SPGPU_BLOCK;
-                c[k] = i < n ? ldcs(col_indices + e0 + i) : 0u;
-                v[k] = i < n ? ldcs(values + e0 + i) : T(0);
-            }
-#pragma unroll
-            for (unsigned k = 0; k < PER_CHUNK; ++k) {
-                if (tid + k * SPGPU_BLOCK < n) {
-                    sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
-                }
-            }
-        }
-        sum = block_sum(sum);
+        const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK>(col_indices + e0, values + e0, n, x, alpha);
         if (tid == 0) {
             const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
             if (e0 == ldg(row_offsets + row) && e0 + n == ldg(row_offsets + row + 1)) {
@@ -267,25 +277,7 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const unsigned chunk = blockIdx.x - nslice_blocks;
         const unsigned e0 = ldg(chunk_entry + chunk);
         const unsigned n = ldg(chunk_entry + chunk + 1) - e0;
-        constexpr unsigned PER_THREAD = SPGPU_SELL_CHUNK / SPGPU_BLOCK;
-        acc_t sum = 0;
-        if (alpha != T(0)) {
-            unsigned c[PER_THREAD];
-            T v[PER_THREAD];
-#pragma unroll
-            for (unsigned k = 0; k < PER_THREAD; ++k) {
-                const unsigned i = tid + k * SPGPU_BLOCK;
-                c[k] = i < n ? ldcs(long_cols + e0 + i) : 0u;
-                v[k] = i < n ? ldcs(long_vals + e0 + i) : T(0);
-            }
-#pragma unroll
-            for (unsigned k = 0; k < PER_THREAD; ++k) {
-                if (tid + k * SPGPU_BLOCK < n) {
-                    sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
-                }
-            }
-        }
-        sum = block_sum(sum);
+        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, x, alpha);
         if (tid == 0) {
             partials[chunk] = sum;
         }
