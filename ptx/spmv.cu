@@ -125,6 +125,19 @@ __device__ __forceinline__ acc_t block_sum(acc_t v) {
     return v;
 }
 
+// Loads entries threadIdx.x + k * SPGPU_BLOCK (k < PER) of cols and vals below n into c and v
+// (coalesced across the block, evict-first: read once); zeros past n.
+template <typename T, unsigned PER>
+__device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                             unsigned n, unsigned (&c)[PER], T (&v)[PER]) {
+#pragma unroll
+    for (unsigned k = 0; k < PER; ++k) {
+        const unsigned i = threadIdx.x + k * SPGPU_BLOCK;
+        c[k] = i < n ? ldcs(cols + i) : 0u;
+        v[k] = i < n ? ldcs(vals + i) : T(0);
+    }
+}
+
 // The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the whole block, valid in
 // thread 0: every thread loads CHUNK / SPGPU_BLOCK entries (coalesced, evict-first), then
 // gathers x. 0 when alpha == 0 (nothing is read). Every thread of the block must call it.
@@ -137,12 +150,7 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
     if (alpha != T(0)) {
         unsigned c[PER_THREAD];
         T v[PER_THREAD];
-#pragma unroll
-        for (unsigned k = 0; k < PER_THREAD; ++k) {
-            const unsigned i = tid + k * SPGPU_BLOCK;
-            c[k] = i < n ? ldcs(cols + i) : 0u;
-            v[k] = i < n ? ldcs(vals + i) : T(0);
-        }
+        load_entries(cols, vals, n, c, v);
 #pragma unroll
         for (unsigned k = 0; k < PER_THREAD; ++k) {
             if (tid + k * SPGPU_BLOCK < n) {
@@ -191,12 +199,7 @@ __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_of
     if (alpha != T(0)) {
         unsigned c[PER_THREAD];
         T v[PER_THREAD];
-#pragma unroll
-        for (unsigned k = 0; k < PER_THREAD; ++k) {
-            const unsigned i = tid + k * SPGPU_BLOCK;
-            c[k] = i < n ? ldcs(col_indices + e0 + i) : 0u;
-            v[k] = i < n ? ldcs(values + e0 + i) : T(0);
-        }
+        load_entries(col_indices + e0, values + e0, n, c, v);
 #pragma unroll
         for (unsigned k = 0; k < PER_THREAD; ++k) {
             const unsigned i = tid + k * SPGPU_BLOCK;

@@ -150,13 +150,14 @@ impl fmt::Display for KernelChoice {
 ///    the GPU, and [`SpmvPlan::SMALL_NNZ`] entries): latency-bound.
 ///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times
 ///      the mean and [`SpmvPlan::SKEW_STEPS`] (8) steps of the fill rule's threads: a vector
-///      kernel's warp would walk it alone. On `hangGlider_2` (max 1463, mean 9) balanced took
-///      3.6 µs against 15 µs, and on `vsp_model1_crew1_cr42_south31` (max 17663) 6.4 against
-///      171 µs.
+///      kernel's warp would walk it alone. In the fit run (f64, graph replay) balanced took
+///      3.6 µs against 15 µs with 32 threads per row on `hangGlider_2` (max 1463, mean 9),
+///      and 6.4 against 171 µs on `vsp_model1_crew1_cr42_south31` (max 17663).
 ///    - **Otherwise: vector, filling the GPU** ([`SpmvPlan::fill_threads_per_row`]): the
 ///      largest power of two `t <= 32` with `rows x t <= FILL_THREADS`, at most the longest
-///      row; one thread per row (scalar) when that is 1. It beat the fastest cuSPARSE
-///      variant by 1.3x to 3.6x on the SuiteSparse matrices it was chosen for.
+///      row; one thread per row (scalar) when that is 1. In the final run it beat the fastest
+///      cuSPARSE variant by 1.28x to 3.73x on the 35 SuiteSparse matrices it was chosen for
+///      (f64 and f32).
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
 ///    the mean): ELL from [`SpmvPlan::ELL_LONG_MIN_ROWS`] rows on (`longrows:50000`: 286 µs
 ///    against 376 for cuSPARSE), else the fill rule's vector kernel (`longrows:20000`: 8
@@ -232,17 +233,6 @@ impl SpmvPlan {
     pub const SELL_MAX_TAIL: f64 = 0.02;
     /// Rule 5: tail rows are longer than this many times the mean.
     pub const TAIL_FACTOR: f64 = 4.0;
-    /// The scalar kernel runs only when the mean row length is below this.
-    pub const SCALAR_MAX_MEAN: f64 = 8.0;
-    /// The scalar kernel runs only when no row is longer than this.
-    pub const SCALAR_MAX_ROW: usize = 64;
-    /// The auto plan's vector kernel uses at most this many threads per row, except for
-    /// skewed rows.
-    pub const VECTOR_MAX_THREADS: u32 = 8;
-    /// Rows are skewed when the longest is at least this many times the mean...
-    pub const SKEW_RATIO: f64 = 32.0;
-    /// ...and has at least this many entries.
-    pub const SKEW_MIN_ROW: usize = 256;
     /// Rows times threads per row that fill the GPU: the H200's resident threads (132
     /// multiprocessors x 2048). Below it, the auto plan gives the vector kernel more threads
     /// per row (rule 4).

@@ -302,9 +302,11 @@ impl<T: Scalar> Backend<T> for Device {
                 if let Some(e) = a.ell() {
                     return self.fused_spmv_alpha(s, Some(DeviceMatrix::Ell(e)), p, q);
                 }
-                let mut used = a.device_addresses();
-                used.extend([addr(p), addr(q)]);
-                s.uses(&used);
+                if s.recorded.is_some() {
+                    // only a recording needs the matrix's allocations (not every iteration)
+                    s.uses(&a.device_addresses());
+                }
+                s.uses(&[addr(p), addr(q)]);
                 a.spmv_on(self.stream(s), T::ONE, p, T::ZERO, q)?;
                 blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)?;
                 Ok(true)

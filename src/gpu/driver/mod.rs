@@ -275,6 +275,11 @@ macro_rules! without_driver {
     }};
 }
 
+/// Every `CUresult` that cust_raw's bindings declare (the generated list of `forwarders.rs`).
+pub(crate) fn cu_results() -> impl Iterator<Item = CUresult> {
+    forwarders::ERROR_NAMES.iter().map(|&(code, _)| code)
+}
+
 /// Declares `ERROR_NAMES`: every error code of cust_raw's `CUresult` with its name as a
 /// NUL-terminated string.
 macro_rules! error_names {
