@@ -21,7 +21,7 @@ fn weight(seed: u64, i: usize, j: usize) -> f64 {
 }
 
 /// Values of a directed graph's adjacency matrix: [`weight`] of each entry.
-fn weights<T: Scalar>(seed: u64) -> impl Fn(usize, &[u32], &mut [T]) + Sync {
+pub(super) fn weights<T: Scalar>(seed: u64) -> impl Fn(usize, &[u32], &mut [T]) + Sync {
     move |i, cols, vals| {
         for (v, &c) in vals.iter_mut().zip(cols) {
             *v = T::from_f64(weight(seed, i, c as usize));
@@ -92,7 +92,7 @@ impl RmatStats {
 
 /// One R-MAT edge of unpermuted vertices: at each of `scale` levels, a 32-bit draw picks
 /// the quadrant, setting one bit of the source and one of the target.
-fn rmat_edge(seed: u64, edge: u64, scale: u32) -> (u32, u32) {
+pub(super) fn rmat_edge(seed: u64, edge: u64, scale: u32) -> (u32, u32) {
     let mut s = Stream::new(seed ^ SALT_EDGES, edge);
     let (mut src, mut dst, mut bits) = (0u32, 0u32, 0u64);
     for level in 0..scale {
@@ -114,7 +114,7 @@ fn rmat_edge(seed: u64, edge: u64, scale: u32) -> (u32, u32) {
 }
 
 /// A seeded random permutation of `0..n` (Fisher-Yates).
-fn permutation(n: usize, seed: u64) -> Vec<u32> {
+pub(super) fn permutation(n: usize, seed: u64) -> Vec<u32> {
     let mut p: Vec<u32> = (0..n as u32).collect();
     let mut s = Stream::new(seed ^ SALT_PERMUTATION, 0);
     for i in (1..n).rev() {
