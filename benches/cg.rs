@@ -31,7 +31,7 @@ const ITERATIONS: usize = 200;
 
 /// The leading `n x n` block of `a`.
 fn leading_block(a: &CsrMatrix<f64>, n: usize) -> CsrMatrix<f64> {
-    let (mut offsets, mut cols, mut vals) = (vec![0u32], Vec::new(), Vec::new());
+    let (mut offsets, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     for i in 0..n {
         let (c, v) = a.row(i);
         for (&c, &v) in c.iter().zip(v) {
@@ -40,7 +40,7 @@ fn leading_block(a: &CsrMatrix<f64>, n: usize) -> CsrMatrix<f64> {
                 vals.push(v);
             }
         }
-        offsets.push(cols.len() as u32);
+        offsets.push(cols.len() as u64);
     }
     CsrMatrix::try_from_parts(n, n, offsets, cols, vals).expect("a block of a valid matrix is valid")
 }

@@ -1,6 +1,7 @@
 // SpMV kernels: y = alpha*A*x + beta*y for CSR (scalar and vector) and ELLPACK, f32 and f64.
 //
-// Every kernel is `extern "C"` and named `<op>_<format>_<variant>_<scalar>`; the Rust side
+// Every kernel is `extern "C"` and named `<op>_<format>_<variant>_<scalar>[_i64]` (`_i64`: 64-bit
+// row offsets, see SPGPU_SPMV_KERNELS below); the Rust side
 // builds the names in one function (src/gpu/kernels/mod.rs, `kernel_name`) and launches
 // them with SPGPU_BLOCK threads per block. The semantics shared by all of them are in
 // common.cuh.
@@ -8,8 +9,8 @@
 
 // Scalar CSR: one thread per row. Good for short, uniform rows: a warp's 32 rows are
 // contiguous in memory, so its loads stay within a few cache lines.
-template <typename T>
-__device__ __forceinline__ void csr_scalar(unsigned nrows, const unsigned* __restrict__ row_offsets,
+template <typename T, typename O>
+__device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__ row_offsets,
                                            const unsigned* __restrict__ col_indices,
                                            const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                            T beta, T* __restrict__ y) {
@@ -19,8 +20,8 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const unsigned* __res
     }
     acc_t sum = 0;
     if (alpha != T(0)) {
-        const unsigned end = ldg(row_offsets + row + 1);
-        unsigned j = ldg(row_offsets + row);
+        const O end = ldg(row_offsets + row + 1);
+        O j = ldg(row_offsets + row);
         // Two independent chains so consecutive loads overlap.
         acc_t sum2 = 0;
         for (; j + 1 < end; j += 2) {
@@ -38,8 +39,8 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const unsigned* __res
 // Vector CSR: TPR threads (a sub-warp) per row. Each lane strides through the row by TPR,
 // then the sub-warp reduces its partial sums with shuffles and lane 0 writes y. Rows past
 // the end keep their lanes alive (with an empty range) so every shuffle has the full warp.
-template <typename T, unsigned TPR>
-__device__ __forceinline__ void csr_vector(unsigned nrows, const unsigned* __restrict__ row_offsets,
+template <typename T, unsigned TPR, typename O>
+__device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets,
                                            const unsigned* __restrict__ col_indices,
                                            const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                            T beta, T* __restrict__ y) {
@@ -48,10 +49,10 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const unsigned* __res
     const bool active = row < nrows;
     acc_t sum = 0;
     if (active && alpha != T(0)) {
-        const unsigned start = ldg(row_offsets + row);
-        const unsigned end = ldg(row_offsets + row + 1);
+        const O start = ldg(row_offsets + row);
+        const O end = ldg(row_offsets + row + 1);
 #pragma unroll 4
-        for (unsigned j = start + lane; j < end; j += TPR) {
+        for (O j = start + lane; j < end; j += TPR) {
             sum += acc_t(ldg(values + j)) * acc_t(ldg(x + ldg(col_indices + j)));
         }
     }
@@ -64,8 +65,9 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const unsigned* __res
 // ELLPACK, column-major: one thread per row; slot k of row i is at k*nrows + i, so a warp
 // reads 32 consecutive slots. Every slot's column and value are loaded unconditionally (a
 // padding slot holds value 0), so the loads of all slots are independent and overlap;
-// only the read of x is skipped for padding (column SPGPU_ELL_PADDING).
-template <typename T>
+// only the read of x is skipped for padding (column SPGPU_ELL_PADDING). S is the slot index
+// type: 32-bit while (width + 1) * nrows fits it, else 64-bit.
+template <typename T, typename S>
 __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsigned* __restrict__ col_indices,
                                     const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
                                     T* __restrict__ y) {
@@ -75,7 +77,7 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
     }
     acc_t sum = 0;
     if (alpha != T(0)) {
-        unsigned slot = row;
+        S slot = row;
 #pragma unroll 4
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
             const unsigned c = ldg(col_indices + slot);
@@ -161,18 +163,18 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
     return block_sum(sum);
 }
 
-template <typename T>
-__device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_offsets,
+template <typename T, typename O>
+__device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                              T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                             const unsigned* __restrict__ block_entry,
+                                             const O* __restrict__ block_entry,
                                              acc_t* __restrict__ partials) {
     __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
     const unsigned b = blockIdx.x;
     const unsigned row_tag = ldg(block_row + b);
-    const unsigned e0 = ldg(block_entry + b);
-    const unsigned n = ldg(block_entry + b + 1) - e0;
+    const O e0 = ldg(block_entry + b);
+    const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most SPGPU_BALANCED_CHUNK
     const unsigned tid = threadIdx.x;
     constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
 
@@ -218,8 +220,9 @@ __device__ __forceinline__ void csr_balanced(const unsigned* __restrict__ row_of
     const bool active = group < rows;
     acc_t sum = 0;
     if (active && alpha != T(0)) {
-        const unsigned s = ldg(row_offsets + row) - e0;
-        const unsigned e = ldg(row_offsets + row + 1) - e0;
+        // offsets relative to the block's first entry: below SPGPU_BALANCED_ENTRIES
+        const unsigned s = unsigned(ldg(row_offsets + row) - e0);
+        const unsigned e = unsigned(ldg(row_offsets + row + 1) - e0);
         for (unsigned i = s + lane; i < e; i += tpr) {
             sum += prod[i];
         }
@@ -268,18 +271,18 @@ __device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigne
 // its threads walk their slice's slots column-major, so each step reads 32 consecutive
 // slots (as ELL does). Blocks from nslice_blocks on each sum one chunk of a long row into
 // partials[chunk]; spmv_csr_balanced_fixup then adds the chunks of each long row in order.
-template <typename T>
-__device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, const unsigned* __restrict__ slice_ptr,
+template <typename T, typename O>
+__device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, const O* __restrict__ slice_ptr,
                                      const unsigned* __restrict__ perm, const unsigned* __restrict__ cols,
                                      const T* __restrict__ vals, const T* __restrict__ x, T alpha, T beta,
-                                     T* __restrict__ y, const unsigned* __restrict__ chunk_entry,
+                                     T* __restrict__ y, const O* __restrict__ chunk_entry,
                                      const unsigned* __restrict__ long_cols, const T* __restrict__ long_vals,
                                      acc_t* __restrict__ partials) {
     const unsigned tid = threadIdx.x;
     if (blockIdx.x >= nslice_blocks) {
         const unsigned chunk = blockIdx.x - nslice_blocks;
-        const unsigned e0 = ldg(chunk_entry + chunk);
-        const unsigned n = ldg(chunk_entry + chunk + 1) - e0;
+        const O e0 = ldg(chunk_entry + chunk);
+        const unsigned n = unsigned(ldg(chunk_entry + chunk + 1) - e0);  // at most SPGPU_SELL_CHUNK
         const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, x, alpha);
         if (tid == 0) {
             partials[chunk] = sum;
@@ -292,12 +295,12 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
     }
     const unsigned s = p / 32;
     const unsigned lane = p % 32;
-    const unsigned base = ldg(slice_ptr + s);
-    const unsigned width = (ldg(slice_ptr + s + 1) - base) / 32;
+    const O base = ldg(slice_ptr + s);
+    const unsigned width = unsigned((ldg(slice_ptr + s + 1) - base) / 32);
     const unsigned row = ldg(perm + p);
     acc_t sum = 0;
     if (alpha != T(0)) {
-        unsigned slot = base + lane;
+        O slot = base + lane;
 #pragma unroll 4
         for (unsigned k = 0; k < width; ++k, slot += 32) {
             const unsigned c = ldcs(cols + slot);
@@ -310,6 +313,16 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
     store_axpby(y, row, alpha, sum, beta);
 }
 
+// out[i] = in[i] for i < n, widened to 64 bits (grid-stride): 64-bit column indices for
+// cuSPARSE's CUSPARSE_INDEX_64I, made on the device.
+__device__ __forceinline__ void widen(unsigned long long n, const unsigned* __restrict__ in,
+                                      unsigned long long* __restrict__ out) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        out[i] = in[i];
+    }
+}
+
 // y[i] = value for i < n (a dense vector fill).
 template <typename T>
 __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
@@ -319,52 +332,64 @@ __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
     }
 }
 
-#define SPGPU_CSR_ARGS(T)                                                                                  \
-    unsigned nrows, const unsigned *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,   \
+// Every SpMV kernel is compiled twice per scalar type: with 32-bit offsets (`unsigned`, the
+// name without suffix) for matrices of at most INDEX_LIMIT entries, and with 64-bit offsets
+// (`unsigned long long`, the name ending in `_i64`) past it. Row and column indices stay 32-bit.
+typedef unsigned long long u64;
+
+#define SPGPU_CSR_ARGS(T, O)                                                                               \
+    unsigned nrows, const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,          \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y
 #define SPGPU_CSR_PASS row_offsets, col_indices, values, x, alpha, beta, y
 
-#define SPGPU_VECTOR_KERNEL(T, N)                                                                          \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_vector_tpr##N##_##T(SPGPU_CSR_ARGS(T)) { \
-        csr_vector<T, N>(nrows, SPGPU_CSR_PASS);                                                           \
+#define SPGPU_VECTOR_KERNEL(T, N, O, SUFFIX)                                                               \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
+        spmv_csr_vector_tpr##N##_##T##SUFFIX(SPGPU_CSR_ARGS(T, O)) {                                       \
+        csr_vector<T, N, O>(nrows, SPGPU_CSR_PASS);                                                        \
+    }
+
+// The SpMV kernels of one scalar type and one offset type O (name suffix SUFFIX).
+#define SPGPU_SPMV_KERNELS(T, O, SUFFIX)                                                                   \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
+        spmv_csr_scalar_##T##SUFFIX(SPGPU_CSR_ARGS(T, O)) {                                                \
+        csr_scalar<T, O>(nrows, SPGPU_CSR_PASS);                                                           \
+    }                                                                                                      \
+    SPGPU_VECTOR_KERNEL(T, 2, O, SUFFIX)                                                                   \
+    SPGPU_VECTOR_KERNEL(T, 4, O, SUFFIX)                                                                   \
+    SPGPU_VECTOR_KERNEL(T, 8, O, SUFFIX)                                                                   \
+    SPGPU_VECTOR_KERNEL(T, 16, O, SUFFIX)                                                                  \
+    SPGPU_VECTOR_KERNEL(T, 32, O, SUFFIX)                                                                  \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
+        spmv_ell_##T##SUFFIX(unsigned nrows, unsigned width, const unsigned *__restrict__ col_indices,    \
+                             const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta,      \
+                             T *__restrict__ y) {                                                          \
+        ell<T, O>(nrows, width, col_indices, values, x, alpha, beta, y);                                   \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_##T##SUFFIX(            \
+        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
+        acc_t *__restrict__ partials) {                                                                  \
+        csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
+                           partials);                                                                    \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
+        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
+        const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
+        const T *__restrict__ x, T alpha, T beta, T *__restrict__ y, const O *__restrict__ chunk_entry,  \
+        const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                         \
+        acc_t *__restrict__ partials) {                                                                  \
+        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, cols, vals, x, alpha, beta, y, chunk_entry,  \
+                   long_cols, long_vals, partials);                                                      \
     }
 
 #define SPGPU_KERNELS(T)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_scalar_##T(SPGPU_CSR_ARGS(T)) {     \
-        csr_scalar<T>(nrows, SPGPU_CSR_PASS);                                                              \
-    }                                                                                                      \
-    SPGPU_VECTOR_KERNEL(T, 2)                                                                              \
-    SPGPU_VECTOR_KERNEL(T, 4)                                                                              \
-    SPGPU_VECTOR_KERNEL(T, 8)                                                                              \
-    SPGPU_VECTOR_KERNEL(T, 16)                                                                             \
-    SPGPU_VECTOR_KERNEL(T, 32)                                                                             \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
-        spmv_ell_##T(unsigned nrows, unsigned width, const unsigned *__restrict__ col_indices,            \
-                     const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta,              \
-                     T *__restrict__ y) {                                                                  \
-        ell<T>(nrows, width, col_indices, values, x, alpha, beta, y);                                      \
-    }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_##T(                    \
-        const unsigned *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,              \
-        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
-        const unsigned *__restrict__ block_row, const unsigned *__restrict__ block_entry,                \
-        acc_t *__restrict__ partials) {                                                                  \
-        csr_balanced<T>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,     \
-                        partials);                                                                       \
-    }                                                                                                    \
+    SPGPU_SPMV_KERNELS(T, unsigned, )                                                                      \
+    SPGPU_SPMV_KERNELS(T, u64, _i64)                                                                       \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_fixup_##T(              \
         unsigned nlong, const unsigned *__restrict__ long_rows, const acc_t *__restrict__ partials,       \
         T alpha, T beta, T *__restrict__ y) {                                                            \
         csr_balanced_fixup<T>(nlong, long_rows, partials, alpha, beta, y);                               \
-    }                                                                                                    \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T(                             \
-        unsigned nsorted, unsigned nslice_blocks, const unsigned *__restrict__ slice_ptr,                \
-        const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
-        const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,                                     \
-        const unsigned *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                \
-        const T *__restrict__ long_vals, acc_t *__restrict__ partials) {                                 \
-        sell<T>(nsorted, nslice_blocks, slice_ptr, perm, cols, vals, x, alpha, beta, y, chunk_entry,     \
-                long_cols, long_vals, partials);                                                         \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \
@@ -373,3 +398,8 @@ __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
 
 SPGPU_KERNELS(f32)
 SPGPU_KERNELS(f64)
+
+extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
+    widen_u32_u64(unsigned long long n, const unsigned* __restrict__ in, u64* __restrict__ out) {
+    widen(n, in, out);
+}

@@ -52,5 +52,5 @@ pub mod scalar;
 pub mod solver;
 
 pub use error::{Error, Result};
-pub use format::{CooMatrix, CsrMatrix, EllMatrix, FormatError, RowStats, ELL_PADDING, INDEX_LIMIT};
+pub use format::{CooMatrix, CsrMatrix, EllMatrix, FormatError, RowStats, ELL_PADDING, ENTRY_LIMIT, INDEX_LIMIT};
 pub use scalar::Scalar;

@@ -158,8 +158,8 @@ fn under_1gib(args: &[&str]) -> Command {
 
 #[test]
 fn huge_header_fails_cleanly_under_1gib_of_address_space() {
-    // 70 bytes announcing a 2^31 - 1 square matrix with no entries: its CSR form needs 8 GiB
-    // of row offsets.
+    // 70 bytes announcing a 2^31 - 1 square matrix with no entries: its CSR form needs 16 GiB
+    // of (64-bit) row offsets.
     let huge = data("huge/dims_no_entries.mtx");
     for cmd in ["info", "convert", "spmv", "cg"] {
         let mut args = vec![cmd, huge.as_str()];
@@ -173,7 +173,7 @@ fn huge_header_fails_cleanly_under_1gib_of_address_space() {
         assert!(
             err.starts_with(&format!(
                 "spgpu: not enough host memory for {huge}: the row offsets of a 2147483647 x 2147483647 matrix \
-                 (size line 2): needs about 8.0 GiB, "
+                 (size line 2): needs about 16.0 GiB, "
             )),
             "{cmd}: {err}"
         );

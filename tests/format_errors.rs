@@ -4,7 +4,7 @@
 use spgpu::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use spgpu::{CooMatrix, CsrMatrix, EllMatrix, Error, FormatError, INDEX_LIMIT};
 
-fn csr(nrows: usize, ncols: usize, offsets: &[u32], cols: &[u32], nvals: usize) -> Result<CsrMatrix<f64>, FormatError> {
+fn csr(nrows: usize, ncols: usize, offsets: &[u64], cols: &[u32], nvals: usize) -> Result<CsrMatrix<f64>, FormatError> {
     CsrMatrix::try_from_parts(nrows, ncols, offsets.to_vec(), cols.to_vec(), vec![1.0; nvals])
 }
 
@@ -101,18 +101,20 @@ fn too_large_without_allocating() {
 }
 
 #[test]
-fn too_large_ell_slots() {
-    // 2^20 rows, one of them 2048 long: ELL would need 2^31 slots, past the 32-bit index
-    // limit, even with an unlimited padding allowance. Refused before allocating.
+fn ell_slots_past_the_32_bit_range_are_bounded_by_the_padding_limit_only() {
+    // 2^20 rows, one of them 2048 long: ELL would need 2^31 slots. Slots are no longer bound
+    // by 32-bit indices (the kernel has a 64-bit variant), so the padding limit is what
+    // refuses it, before allocating.
     let nrows = 1usize << 20;
-    let mut offsets = vec![0u32; nrows + 1];
+    let mut offsets = vec![0u64; nrows + 1];
     for o in offsets.iter_mut().skip(1) {
         *o = 2048;
     }
     let a = CsrMatrix::try_from_parts(nrows, 4096, offsets, (0..2048).collect(), vec![1.0f32; 2048]).unwrap();
+    let limit = DEFAULT_MAX_ELL_PADDING_RATIO * nrows;
     assert_eq!(
-        EllMatrix::try_from_csr_with_limit(&a, usize::MAX),
-        Err(FormatError::TooLarge { what: "ELL slots", value: 1 << 31, limit: INDEX_LIMIT })
+        EllMatrix::try_from_csr(&a),
+        Err(FormatError::EllPaddingLimit { width: 2048, nrows, nnz: 2048, padded: 1 << 31, limit })
     );
 }
 

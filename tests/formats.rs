@@ -299,7 +299,7 @@ fn row_stats_histogram_classes() {
 #[test]
 fn unchecked_constructor_still_asserts_the_cheap_conditions() {
     /// `(nrows, row_offsets, col_indices, values)` of a 4-column matrix.
-    type Parts = (usize, Vec<u32>, Vec<u32>, Vec<f64>);
+    type Parts = (usize, Vec<u64>, Vec<u32>, Vec<f64>);
     let cases: Vec<Parts> = vec![
         (2, vec![0, 1], vec![0], vec![1.0]),               // offsets too short
         (1, vec![1, 1], vec![0], vec![1.0]),               // first offset not 0

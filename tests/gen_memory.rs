@@ -96,7 +96,7 @@ fn estimates_bound_the_measured_peak() {
     // Exact where a formula gives the entry count.
     for spec in ["lap2d:300", "stencil27:30", "elast:10", "banded:50000:5"] {
         let a = gen::from_spec_with_limit::<f64>(spec, None).unwrap();
-        let bytes = 4 * (a.nrows() as u64 + 1) + 12 * a.nnz() as u64;
+        let bytes = 8 * (a.nrows() as u64 + 1) + 12 * a.nnz() as u64;
         assert_eq!(gen::estimate_host_bytes::<f64>(spec).unwrap(), bytes, "{spec}");
     }
 

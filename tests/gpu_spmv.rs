@@ -24,7 +24,7 @@ fn tolerance<T: Scalar>() -> f64 {
 /// `ncols`), about `empty_every`-th row forced empty, values in `[-1, 1)`.
 fn random_csr(nrows: usize, ncols: usize, max_len: usize, empty_every: usize, seed: u64) -> CsrMatrix<f64> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut offsets = vec![0u32];
+    let mut offsets = vec![0u64];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for i in 0..nrows {
         let len = if empty_every > 0 && i % empty_every == 3 { 0 } else { rng.random_range(0..=max_len.min(ncols)) };
@@ -34,7 +34,7 @@ fn random_csr(nrows: usize, ncols: usize, max_len: usize, empty_every: usize, se
             cols.push(j as u32);
             vals.push(rng.random_range(-1.0..1.0));
         }
-        offsets.push(cols.len() as u32);
+        offsets.push(cols.len() as u64);
     }
     CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).expect("a valid random matrix")
 }
@@ -42,7 +42,7 @@ fn random_csr(nrows: usize, ncols: usize, max_len: usize, empty_every: usize, se
 /// A matrix with one row of `long` entries (row `at`) among rows of 0..=4 entries.
 fn one_long_row(nrows: usize, ncols: usize, at: usize, long: usize, seed: u64) -> CsrMatrix<f64> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut offsets = vec![0u32];
+    let mut offsets = vec![0u64];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for i in 0..nrows {
         let len = if i == at { long } else { rng.random_range(0..=4usize) };
@@ -52,7 +52,7 @@ fn one_long_row(nrows: usize, ncols: usize, at: usize, long: usize, seed: u64) -
             cols.push(j as u32);
             vals.push(rng.random_range(0.5..1.5));
         }
-        offsets.push(cols.len() as u32);
+        offsets.push(cols.len() as u64);
     }
     CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).expect("a valid matrix")
 }
@@ -98,7 +98,7 @@ fn many_long_rows() -> Vec<usize> {
 /// `[-1, 1)`.
 fn lengths_csr(lengths: &[usize], ncols: usize, seed: u64) -> CsrMatrix<f64> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut offsets = vec![0u32];
+    let mut offsets = vec![0u64];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for &len in lengths {
         let mut c = rand::seq::index::sample(&mut rng, ncols, len.min(ncols)).into_vec();
@@ -107,7 +107,7 @@ fn lengths_csr(lengths: &[usize], ncols: usize, seed: u64) -> CsrMatrix<f64> {
             cols.push(j as u32);
             vals.push(rng.random_range(-1.0..1.0));
         }
-        offsets.push(cols.len() as u32);
+        offsets.push(cols.len() as u64);
     }
     CsrMatrix::try_from_parts(lengths.len(), ncols, offsets, cols, vals).expect("a valid matrix")
 }
@@ -117,7 +117,7 @@ fn full_row(n: usize, seed: u64) -> CsrMatrix<f64> {
     let mut rng = StdRng::seed_from_u64(seed);
     let cols: Vec<u32> = (0..n as u32).collect();
     let vals: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-    CsrMatrix::try_from_parts(1, n, vec![0, n as u32], cols, vals).unwrap()
+    CsrMatrix::try_from_parts(1, n, vec![0, n as u64], cols, vals).unwrap()
 }
 
 /// A matrix uploaded for one kernel.
@@ -492,4 +492,74 @@ fn balanced_and_sell_on_small_matrices() {
             check(&format!("{choice}, alpha {alpha}, beta {beta}"), &a, alpha, &x, beta, &y0, &d_y.to_vec().unwrap());
         }
     }
+}
+
+/// The 64-bit kernels (`_i64`), on small matrices whose positions are all moved past 2^32
+/// (`DeviceCsr::upload_with_entry_base`): every CSR kernel, the balanced kernel's blocks and
+/// chunks, SELL's slices and chunks, f32 and f64. Results must equal the 32-bit kernels' bit
+/// for bit (same sums, same order) and the reference; the download gives the matrix back.
+fn offsets_past_2_to_the_32<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(64);
+    let mut choices = KernelChoice::forced(ctx.warp_size());
+    choices.retain(|&c| c != KernelChoice::Ell); // ELL has no positions
+    choices.push(KernelChoice::Auto);
+    let names = ["random 531x229 with empty rows", "one long row among short ones", "one row holds 90% of the entries"];
+    let mut cases: Vec<(&str, CsrMatrix<f64>)> = matrices().into_iter().filter(|(n, _)| names.contains(n)).collect();
+    cases.push((
+        "rows at chunk boundaries",
+        lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047, 1024, 1025], 8192, 3),
+    ));
+    cases.push(("many long rows", lengths_csr(&many_long_rows(), 10_000, 4)));
+    cases.push(("no entries", CsrMatrix::zeros(7, 5).unwrap()));
+    for base in [(1u64 << 32) + 12_345, (5u64 << 32) - 3] {
+        for (name, a) in &cases {
+            let a: CsrMatrix<T> = a.cast();
+            for &choice in &choices {
+                let narrow = match DeviceCsr::upload_with(ctx, &a, choice) {
+                    Ok(d) => d,
+                    Err(Error::InvalidArgument(e)) if choice == KernelChoice::Sell => {
+                        println!("  ({name}: SELL skipped: {e})");
+                        continue;
+                    }
+                    Err(e) => panic!("{name}, {choice}: {e}"),
+                };
+                let wide = DeviceCsr::upload_with_entry_base(ctx, &a, choice, base).unwrap();
+                let what = format!("{name}, {choice} ({}), base {base}", wide.plan().kernel());
+                assert!(!narrow.offsets_are_64_bit() && wide.offsets_are_64_bit(), "{what}");
+                assert_eq!(wide.plan().kernel(), narrow.plan().kernel(), "{what}");
+                assert_eq!(wide.download().unwrap(), a, "{what}: download");
+                for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_f64(-2.5), T::ONE)] {
+                    let x = random_vec::<T>(&mut rng, a.ncols());
+                    let y0: Vec<T> = if beta == T::ZERO {
+                        vec![T::from_f64(f64::NAN); a.nrows()]
+                    } else {
+                        random_vec(&mut rng, a.nrows())
+                    };
+                    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                    let mut y_narrow = DeviceVector::from_slice(ctx, &y0).unwrap();
+                    let mut y_wide = DeviceVector::from_slice(ctx, &y0).unwrap();
+                    narrow.spmv(alpha, &d_x, beta, &mut y_narrow).unwrap();
+                    wide.spmv(alpha, &d_x, beta, &mut y_wide).unwrap();
+                    let got = y_wide.to_vec().unwrap();
+                    check(&what, &a, alpha, &x, beta, &y0, &got);
+                    let same = got
+                        .iter()
+                        .zip(y_narrow.to_vec().unwrap())
+                        .all(|(g, n)| g.to_f64().to_bits() == n.to_f64().to_bits());
+                    assert!(same, "{what}: the 64-bit kernel differs from the 32-bit one");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn offsets_past_2_to_the_32_f64() {
+    offsets_past_2_to_the_32::<f64>("offsets_past_2_to_the_32_f64");
+}
+
+#[test]
+fn offsets_past_2_to_the_32_f32() {
+    offsets_past_2_to_the_32::<f32>("offsets_past_2_to_the_32_f32");
 }

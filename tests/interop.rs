@@ -37,7 +37,7 @@ fn coo() -> impl Strategy<Value = CooMatrix<f64>> {
 proptest! {
     #[test]
     fn csr_through_sprs_u32_both_storages(a in coo().prop_map(|c| c.to_csr())) {
-        let s: CsMatI<f64, u32> = a.clone().into();
+        let s = CsMatI::<f64, u32>::try_from(a.clone()).unwrap();
         prop_assert!(s.is_csr());
         prop_assert_eq!((s.rows(), s.cols(), s.nnz()), (a.nrows(), a.ncols(), a.nnz()));
         prop_assert_eq!(s.check_compressed_structure(), Ok(()));
@@ -78,7 +78,7 @@ proptest! {
     #[test]
     fn csr_sprs_nalgebra_chain(a in coo().prop_map(|c| c.to_csr())) {
         // spgpu -> sprs (u32) -> spgpu -> nalgebra -> spgpu -> sprs (usize) -> spgpu.
-        let s: CsMatI<f64, u32> = a.clone().into();
+        let s = CsMatI::<f64, u32>::try_from(a.clone()).unwrap();
         let b = CsrMatrix::try_from(s).unwrap();
         let n: na::CsrMatrix<f64> = b.into();
         let c = CsrMatrix::try_from(n).unwrap();
@@ -110,13 +110,17 @@ proptest! {
 }
 
 #[test]
-fn sprs_u32_moves_the_arrays_both_ways() {
+fn sprs_u32_moves_the_entry_arrays_both_ways() {
+    // The column indices and values move; the offsets (u64 in spgpu, u32 in CsMatI<T, u32>)
+    // are converted, nrows + 1 integers.
     let a = spgpu::gen::laplacian_2d::<f64>(5);
-    let ptrs = (a.row_offsets().as_ptr(), a.col_indices().as_ptr(), a.values().as_ptr());
-    let s: CsMatI<f64, u32> = a.into();
-    assert_eq!((s.indptr().raw_storage().as_ptr(), s.indices().as_ptr(), s.data().as_ptr()), ptrs);
+    let offsets: Vec<u32> = a.row_offsets().iter().map(|&o| o as u32).collect();
+    let ptrs = (a.col_indices().as_ptr(), a.values().as_ptr());
+    let s = CsMatI::<f64, u32>::try_from(a).unwrap();
+    assert_eq!((s.indices().as_ptr(), s.data().as_ptr()), ptrs);
+    assert_eq!(s.indptr().raw_storage(), &offsets[..]);
     let b = CsrMatrix::try_from(s).unwrap();
-    assert_eq!((b.row_offsets().as_ptr(), b.col_indices().as_ptr(), b.values().as_ptr()), ptrs);
+    assert_eq!((b.col_indices().as_ptr(), b.values().as_ptr()), ptrs);
 }
 
 #[test]
@@ -208,7 +212,7 @@ fn sprs_csc_to_csr_is_the_same_matrix() {
 #[test]
 fn sprs_views_and_borrowed_matrices_are_copied() {
     let a = spgpu::gen::laplacian_2d::<f64>(4); // 16 x 16
-    let s: CsMatI<f64, u32> = a.clone().into();
+    let s = CsMatI::<f64, u32>::try_from(a.clone()).unwrap();
     assert_eq!(CsrMatrix::try_from(&s), Ok(a.clone()));
     assert_eq!(CsrMatrix::try_from(s.view()), Ok(a.clone()));
     let su: CsMat<f64> = a.clone().into();

@@ -363,7 +363,7 @@ mod good {
         let a = read_good("empty_matrix.mtx");
         assert_eq!((a.nrows(), a.ncols(), a.nnz()), (0, 0, 0));
         let b = read_good("no_entries.mtx");
-        assert_eq!((b.nrows(), b.ncols(), b.nnz(), b.row_offsets()), (3, 2, 0, &[0u32, 0, 0, 0][..]));
+        assert_eq!((b.nrows(), b.ncols(), b.nnz(), b.row_offsets()), (3, 2, 0, &[0u64, 0, 0, 0][..]));
     }
 
     #[test]

@@ -30,16 +30,16 @@ fn allocations_sized_by_the_input_stay_within_the_limit() {
     io::set_memory_limit(Some(GIB));
     assert_eq!(io::memory_limit(), Some(GIB));
 
-    // 2^31 - 1 rows, no entries: the CSR form needs 2^31 row offsets (8 GiB).
+    // 2^31 - 1 rows, no entries: the CSR form needs 2^31 row offsets (16 GiB).
     let huge = data("huge/dims_no_entries.mtx");
     let (what, needed, available, hint) = insufficient(io::read_csr::<f64>(&huge));
-    assert_eq!(needed, 4 << 31);
+    assert_eq!(needed, 8 << 31);
     assert!(available <= GIB, "{available}");
     assert_eq!(what, format!("{}: the row offsets of a 2147483647 x 2147483647 matrix (size line 2)", huge.display()));
     assert_eq!(hint, "the limit set with spgpu::io::set_memory_limit");
     let msg = io::read_csr::<f32>(&huge).unwrap_err().to_string();
     assert!(
-        msg.starts_with("not enough host memory for ") && msg.contains("needs about 8.0 GiB, 1.0 GiB available"),
+        msg.starts_with("not enough host memory for ") && msg.contains("needs about 16.0 GiB, 1.0 GiB available"),
         "{msg}"
     );
     // COO needs no memory per row: the matrix reads, with its dimensions.
@@ -47,14 +47,14 @@ fn allocations_sized_by_the_input_stay_within_the_limit() {
     assert_eq!((coo.nrows(), coo.ncols(), coo.nnz()), (2147483647, 2147483647, 0));
     // The same through a reader (no size), and gzip-compressed.
     let bytes = std::fs::read(&huge).unwrap();
-    assert_eq!(insufficient(io::read_csr_from_reader::<f64>(&bytes[..])).1, 4 << 31);
+    assert_eq!(insufficient(io::read_csr_from_reader::<f64>(&bytes[..])).1, 8 << 31);
     // A vector of 2^31 - 1 f64 (16 GiB).
     let (what, needed, ..) = insufficient(io::read_vector::<f64>(data("huge/vector_no_entries.mtx")));
     assert_eq!(needed, 8 * 2147483647);
     assert!(what.ends_with("a vector of length 2147483647 (size line 2)"), "{what}");
     // One row of 2^31 - 1 columns is cheap in CSR.
     let wide = io::read_csr::<f64>(data("huge/columns_no_entries.mtx")).unwrap();
-    assert_eq!((wide.nrows(), wide.ncols(), wide.row_offsets()), (1, 2147483647, &[0u32, 0][..]));
+    assert_eq!((wide.nrows(), wide.ncols(), wide.row_offsets()), (1, 2147483647, &[0u64, 0][..]));
 
     // Within the limit, large dimensions read as before.
     let text = "%%MatrixMarket matrix coordinate real general\n1048576 1048576 1\n1048576 3 2.5\n";

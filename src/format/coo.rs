@@ -152,7 +152,7 @@ impl<T: Scalar> CooMatrix<T> {
     ///
     /// A counting sort over rows, then a sort within each row: O(nnz log(row length)).
     pub fn to_csr(&self) -> CsrMatrix<T> {
-        let mut offsets = vec![0u32; self.nrows + 1];
+        let mut offsets = vec![0u64; self.nrows + 1];
         for &r in &self.rows {
             offsets[r as usize + 1] += 1;
         }
@@ -167,7 +167,7 @@ impl<T: Scalar> CooMatrix<T> {
             *slot += 1;
         }
         let mut out_offsets = Vec::with_capacity(self.nrows + 1);
-        out_offsets.push(0u32);
+        out_offsets.push(0u64);
         let mut cols = Vec::with_capacity(self.nnz());
         let mut vals = Vec::with_capacity(self.nnz());
         for i in 0..self.nrows {
@@ -185,7 +185,7 @@ impl<T: Scalar> CooMatrix<T> {
                 cols.push(c);
                 vals.push(v);
             }
-            out_offsets.push(cols.len() as u32);
+            out_offsets.push(cols.len() as u64);
         }
         // SAFETY: rows were bucketed by a counting sort, columns sorted and deduplicated
         // within each row, and every index was checked on insertion.

@@ -8,7 +8,8 @@ use crate::Scalar;
 /// # Format
 ///
 /// For an `nrows x ncols` matrix with `nnz` stored entries:
-/// - `row_offsets` has `nrows + 1` entries; row `i` occupies positions
+/// - `row_offsets` has `nrows + 1` entries (`u64`, so the entry count has no 32-bit limit);
+///   row `i` occupies positions
 ///   `row_offsets[i]..row_offsets[i + 1]` of the two arrays below;
 /// - `col_indices[k]` is the column of entry `k`, `values[k]` its value.
 ///
@@ -19,8 +20,9 @@ use crate::Scalar;
 /// - `col_indices.len() == values.len() == nnz`;
 /// - every column index is `< ncols`, and within a row columns strictly increase (sorted, no
 ///   duplicates);
-/// - `nrows`, `ncols` and `nnz` are at most [`INDEX_LIMIT`](super::INDEX_LIMIT), so every
-///   offset and index fits the 32-bit GPU index type.
+/// - `nrows` and `ncols` are at most [`INDEX_LIMIT`](super::INDEX_LIMIT), so every row and
+///   column index fits the 32-bit GPU index type. The entry count is not limited: on the
+///   GPU, the offsets stay 32-bit up to `INDEX_LIMIT` entries and become 64-bit past it.
 ///
 /// Empty rows, a matrix with no entries and a 0 x 0 matrix are all valid. Explicitly stored
 /// zeros are kept.
@@ -42,7 +44,7 @@ use crate::Scalar;
 pub struct CsrMatrix<T> {
     nrows: usize,
     ncols: usize,
-    row_offsets: Vec<u32>,
+    row_offsets: Vec<u64>,
     col_indices: Vec<u32>,
     values: Vec<T>,
 }
@@ -53,14 +55,13 @@ impl<T: Scalar> CsrMatrix<T> {
     /// # Errors
     ///
     /// A [`FormatError`] naming the first invariant found broken, checked in this order:
-    /// `TooLarge` (a dimension or the entry count past
-    /// [`INDEX_LIMIT`](super::INDEX_LIMIT)), `OffsetsLength`, `OffsetsStart`,
+    /// `TooLarge` (a dimension past [`INDEX_LIMIT`](super::INDEX_LIMIT)), `OffsetsLength`, `OffsetsStart`,
     /// `LengthMismatch` (indices and values), `NonMonotonicOffsets`, `OffsetsEnd`, then
     /// row by row `ColumnOutOfBounds`, `DuplicateEntry` or `UnsortedColumns`.
     pub fn try_from_parts(
         nrows: usize,
         ncols: usize,
-        row_offsets: Vec<u32>,
+        row_offsets: Vec<u64>,
         col_indices: Vec<u32>,
         values: Vec<T>,
     ) -> Result<Self, FormatError> {
@@ -70,7 +71,8 @@ impl<T: Scalar> CsrMatrix<T> {
 
     /// Like [`try_from_parts`](Self::try_from_parts) for borrowed offsets and indices of
     /// another type (`usize`, as sprs' `CsMat` and nalgebra-sparse store them, or `u32`):
-    /// validates them as they are, then narrows them to `u32` (a copy); the values move.
+    /// validates them as they are, then converts them to `u64` offsets and `u32` columns
+    /// (copies); the values move.
     #[cfg(any(feature = "sprs", feature = "nalgebra"))]
     pub(crate) fn try_from_index_parts<O: super::IndexValue, I: super::IndexValue>(
         nrows: usize,
@@ -80,7 +82,7 @@ impl<T: Scalar> CsrMatrix<T> {
         values: Vec<T>,
     ) -> Result<Self, FormatError> {
         super::validate_csr(nrows, ncols, row_offsets, col_indices, values.len())?;
-        let (row_offsets, col_indices) = (super::narrow(row_offsets), super::narrow(col_indices));
+        let (row_offsets, col_indices) = (super::widen(row_offsets), super::narrow(col_indices));
         Ok(CsrMatrix { nrows, ncols, row_offsets, col_indices, values })
     }
 
@@ -103,12 +105,11 @@ impl<T: Scalar> CsrMatrix<T> {
     pub unsafe fn from_parts_unchecked(
         nrows: usize,
         ncols: usize,
-        row_offsets: Vec<u32>,
+        row_offsets: Vec<u64>,
         col_indices: Vec<u32>,
         values: Vec<T>,
     ) -> Self {
         assert!(nrows <= super::INDEX_LIMIT && ncols <= super::INDEX_LIMIT, "dimensions exceed INDEX_LIMIT");
-        assert!(col_indices.len() <= super::INDEX_LIMIT, "stored entries exceed INDEX_LIMIT");
         assert_eq!(row_offsets.len(), nrows + 1, "row offsets must have nrows + 1 entries");
         assert_eq!(col_indices.len(), values.len(), "indices and values must have the same length");
         assert_eq!(row_offsets[0], 0, "the first row offset must be 0");
@@ -135,7 +136,7 @@ impl<T: Scalar> CsrMatrix<T> {
     /// [`FormatError::TooLarge`] if `n` exceeds [`INDEX_LIMIT`](super::INDEX_LIMIT).
     pub fn identity(n: usize) -> Result<Self, FormatError> {
         check_index_limit("rows", n)?;
-        let offsets = (0..=n as u32).collect();
+        let offsets = (0..=n as u64).collect();
         let cols = (0..n as u32).collect();
         Self::try_from_parts(n, n, offsets, cols, vec![T::ONE; n])
     }
@@ -153,7 +154,7 @@ impl<T: Scalar> CsrMatrix<T> {
         self.values.len()
     }
     /// The `nrows + 1` row offsets.
-    pub fn row_offsets(&self) -> &[u32] {
+    pub fn row_offsets(&self) -> &[u64] {
         &self.row_offsets
     }
     /// The column index of every stored entry, row by row.
@@ -200,7 +201,7 @@ impl<T: Scalar> CsrMatrix<T> {
         RowStats::from_row_offsets(&self.row_offsets, self.ncols)
     }
     /// Takes the matrix apart: `(nrows, ncols, row_offsets, col_indices, values)`.
-    pub fn into_parts(self) -> (usize, usize, Vec<u32>, Vec<u32>, Vec<T>) {
+    pub fn into_parts(self) -> (usize, usize, Vec<u64>, Vec<u32>, Vec<T>) {
         (self.nrows, self.ncols, self.row_offsets, self.col_indices, self.values)
     }
     /// The main diagonal as a dense vector of length `min(nrows, ncols)`; positions not
@@ -210,7 +211,7 @@ impl<T: Scalar> CsrMatrix<T> {
     }
     /// The transpose, in CSR form (a counting sort over columns; O(nnz + ncols)).
     pub fn transpose(&self) -> Self {
-        let mut counts = vec![0u32; self.ncols + 1];
+        let mut counts = vec![0u64; self.ncols + 1];
         for &c in &self.col_indices {
             counts[c as usize + 1] += 1;
         }

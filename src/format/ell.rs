@@ -70,9 +70,8 @@ impl<T: Scalar> EllMatrix<T> {
     ///
     /// # Errors
     ///
-    /// [`FormatError::EllPaddingLimit`] when `width * nrows > max_slots`;
-    /// [`FormatError::TooLarge`] when the slot count exceeds the 32-bit index limit. Both
-    /// are checked before anything is allocated.
+    /// [`FormatError::EllPaddingLimit`] when `width * nrows > max_slots`, checked before
+    /// anything is allocated.
     ///
     /// # Example
     ///
@@ -100,7 +99,6 @@ impl<T: Scalar> EllMatrix<T> {
         if padded > max_slots {
             return Err(FormatError::EllPaddingLimit { width, nrows, nnz: a.nnz(), padded, limit: max_slots });
         }
-        super::check_index_limit("ELL slots", padded)?;
         let mut col_indices = vec![ELL_PADDING; padded];
         let mut values = vec![T::ZERO; padded];
         for i in 0..nrows {
@@ -152,7 +150,7 @@ impl<T: Scalar> EllMatrix<T> {
     /// Converts back to CSR (exact: the same entries in the same order).
     pub fn to_csr(&self) -> CsrMatrix<T> {
         let mut offsets = Vec::with_capacity(self.nrows + 1);
-        offsets.push(0u32);
+        offsets.push(0u64);
         let mut cols = Vec::with_capacity(self.nnz);
         let mut vals = Vec::with_capacity(self.nnz);
         for i in 0..self.nrows {
@@ -160,7 +158,7 @@ impl<T: Scalar> EllMatrix<T> {
                 cols.push(c);
                 vals.push(v);
             }
-            offsets.push(cols.len() as u32);
+            offsets.push(cols.len() as u64);
         }
         // SAFETY: an EllMatrix is only built from a valid CSR matrix, row by row in order.
         unsafe { CsrMatrix::from_parts_unchecked(self.nrows, self.ncols, offsets, cols, vals) }

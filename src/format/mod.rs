@@ -30,12 +30,23 @@ pub use csr::CsrMatrix;
 pub use ell::{EllMatrix, DEFAULT_MAX_ELL_PADDING_RATIO, ELL_PADDING};
 pub use stats::RowStats;
 
-/// The largest dimension, and the largest number of stored entries, that a matrix may have.
+/// The largest number of rows or columns that a matrix may have.
 ///
-/// The GPU kernels index with 32-bit signed integers (as cuSPARSE's `CUSPARSE_INDEX_32I`
-/// does), so row counts, column counts and entry counts must not exceed `i32::MAX`.
-/// Building a larger matrix is a [`FormatError::TooLarge`], never a silent truncation.
+/// Row and column indices are 32-bit on the host and on the GPU (as cuSPARSE's
+/// `CUSPARSE_INDEX_32I`), so dimensions must not exceed `i32::MAX`. Building a larger matrix
+/// is a [`FormatError::TooLarge`], never a silent truncation.
+///
+/// The number of stored entries has no such limit: host row offsets are 64-bit. On the GPU,
+/// a matrix of at most `INDEX_LIMIT` entries keeps 32-bit offsets (4 bytes per row, the
+/// fastest layout), and a larger one gets 64-bit offsets, chosen at upload; column indices
+/// stay 32-bit either way, so an entry costs the same bytes at any size.
 pub const INDEX_LIMIT: usize = i32::MAX as usize;
+
+/// The most stored entries a matrix may have: `isize::MAX / 16`, about 5.8e17, more than any
+/// memory holds (an entry takes at least 8 bytes). Only a count past it, which no allocation
+/// could hold, is refused as [`FormatError::TooLarge`] before anything is allocated; below
+/// it, memory is the limit (the generators and the reader check it first).
+pub const ENTRY_LIMIT: usize = isize::MAX as usize / 16;
 
 /// A violated invariant of a host sparse format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,17 +130,28 @@ pub enum FormatError {
         /// The repeated column.
         col: usize,
     },
-    /// A dimension or count exceeds what the 32-bit GPU index type can hold
+    /// A dimension exceeds what the 32-bit row and column indices can hold
     /// ([`INDEX_LIMIT`]).
     #[error("{what} is {value}, more than the limit of {limit} imposed by 32-bit GPU indices")]
     TooLarge {
-        /// Which quantity: `"rows"`, `"columns"`, `"stored entries"`, `"ELL slots"` (the
-        /// `width * nrows` slots of an [`EllMatrix`]) or, for a generated matrix refused
-        /// before it is drawn, `"stored entries (expected)"`.
+        /// Which quantity: `"rows"`, `"columns"`, or, for an entry count past
+        /// [`ENTRY_LIMIT`] (with that limit), `"stored entries"` or, for a generated matrix
+        /// refused before it is drawn, `"stored entries (expected)"`.
         what: &'static str,
         /// Its value.
         value: usize,
         /// The limit ([`INDEX_LIMIT`]).
+        limit: usize,
+    },
+    /// The matrix has more stored entries than the offsets of another crate's matrix type
+    /// can count (sprs' `CsMatI<T, u32>` has 32-bit offsets).
+    #[error("{nnz} stored entries do not fit the 32-bit offsets of {target} (at most {limit}); use a type with usize offsets")]
+    OffsetsOverflow {
+        /// The target type.
+        target: &'static str,
+        /// The stored entries.
+        nnz: usize,
+        /// The largest entry count the target can hold.
         limit: usize,
     },
     /// Converting to ELLPACK would store too much padding (see
@@ -166,6 +188,13 @@ impl IndexValue for u32 {
     }
 }
 
+impl IndexValue for u64 {
+    #[inline]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl IndexValue for usize {
     #[inline]
     fn index(self) -> usize {
@@ -184,7 +213,6 @@ pub(crate) fn validate_csr<O: IndexValue, I: IndexValue>(
 ) -> Result<(), FormatError> {
     check_index_limit("rows", nrows)?;
     check_index_limit("columns", ncols)?;
-    check_index_limit("stored entries", col_indices.len())?;
     if row_offsets.len() != nrows + 1 {
         return Err(FormatError::OffsetsLength { expected: nrows + 1, found: row_offsets.len() });
     }
@@ -239,7 +267,6 @@ pub(crate) fn validate_coo<I: IndexValue>(
 ) -> Result<(), FormatError> {
     check_index_limit("rows", nrows)?;
     check_index_limit("columns", ncols)?;
-    check_index_limit("stored entries", nvalues)?;
     if rows.len() != nvalues {
         return Err(FormatError::LengthMismatch { indices: rows.len(), values: nvalues });
     }
@@ -258,14 +285,30 @@ pub(crate) fn validate_coo<I: IndexValue>(
     Ok(())
 }
 
-/// Narrows (or copies) indices already checked against [`INDEX_LIMIT`] to the 32-bit type.
+/// Narrows (or copies) row or column indices already checked against [`INDEX_LIMIT`] to the
+/// 32-bit type.
 #[cfg(any(feature = "sprs", feature = "nalgebra"))]
 pub(crate) fn narrow<I: IndexValue>(v: &[I]) -> Vec<u32> {
     debug_assert!(v.iter().all(|&i| i.index() <= INDEX_LIMIT));
     v.iter().map(|&i| i.index() as u32).collect()
 }
 
-/// Checks that a count fits the GPU index type.
+/// Row offsets of another type (`usize`, `u32`), already validated, as the host's `u64`.
+#[cfg(any(feature = "sprs", feature = "nalgebra"))]
+pub(crate) fn widen<O: IndexValue>(v: &[O]) -> Vec<u64> {
+    v.iter().map(|&i| i.index() as u64).collect()
+}
+
+/// Checks that an entry count is below [`ENTRY_LIMIT`].
+pub(crate) fn check_entry_limit(what: &'static str, value: usize) -> Result<(), FormatError> {
+    if value > ENTRY_LIMIT {
+        Err(FormatError::TooLarge { what, value, limit: ENTRY_LIMIT })
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks that a dimension fits the 32-bit index type.
 pub(crate) fn check_index_limit(what: &'static str, value: usize) -> Result<(), FormatError> {
     if value > INDEX_LIMIT {
         Err(FormatError::TooLarge { what, value, limit: INDEX_LIMIT })

@@ -44,7 +44,7 @@ impl RowStats {
     /// Computes the statistics from CSR row offsets (`nrows + 1` non-decreasing entries, as
     /// a validated [`CsrMatrix`](crate::CsrMatrix) holds; a decreasing pair counts as an
     /// empty row). An empty slice means a matrix with no rows.
-    pub fn from_row_offsets(row_offsets: &[u32], ncols: usize) -> Self {
+    pub fn from_row_offsets(row_offsets: &[u64], ncols: usize) -> Self {
         Self::from_lengths(row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0]) as usize), ncols)
     }
 

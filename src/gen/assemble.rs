@@ -76,7 +76,7 @@ const ENTRIES_PER_TASK: usize = 1 << 15;
 
 /// Splits `0..nrows` into tasks of at most [`ROWS_PER_TASK`] rows and about
 /// [`ENTRIES_PER_TASK`] entries: `(first row, end row)` pairs.
-fn row_tasks(offsets: &[u32]) -> Vec<(usize, usize)> {
+fn row_tasks(offsets: &[u64]) -> Vec<(usize, usize)> {
     let nrows = offsets.len() - 1;
     let mut tasks = Vec::with_capacity(nrows / ROWS_PER_TASK + 1);
     let mut start = 0;
@@ -90,7 +90,7 @@ fn row_tasks(offsets: &[u32]) -> Vec<(usize, usize)> {
 }
 
 /// Cuts an array of `offsets[nrows]` entries into the disjoint pieces of the tasks.
-fn split_by_tasks<'a, X>(mut rest: &'a mut [X], offsets: &[u32], tasks: &[(usize, usize)]) -> Vec<&'a mut [X]> {
+fn split_by_tasks<'a, X>(mut rest: &'a mut [X], offsets: &[u64], tasks: &[(usize, usize)]) -> Vec<&'a mut [X]> {
     tasks
         .iter()
         .map(|&(r0, r1)| {
@@ -106,28 +106,21 @@ fn split_by_tasks<'a, X>(mut rest: &'a mut [X], offsets: &[u32], tasks: &[(usize
 /// # Errors
 ///
 /// [`FormatError::TooLarge`] when there are more than [`INDEX_LIMIT`](crate::INDEX_LIMIT)
-/// rows or entries, before anything of that size is allocated.
-fn count_rows<F>(nrows: usize, count: F) -> Result<Vec<u32>, FormatError>
+/// rows, before anything of that size is allocated.
+fn count_rows<F>(nrows: usize, count: F) -> Result<Vec<u64>, FormatError>
 where
     F: Fn(usize, &mut Vec<u32>) + Sync,
 {
     check_index_limit("rows", nrows)?;
-    let mut offsets = vec![0u32; nrows + 1];
+    let mut offsets = vec![0u64; nrows + 1];
     offsets[1..].par_chunks_mut(ROWS_PER_TASK).enumerate().for_each_init(Vec::new, |cols, (task, lens)| {
         for (k, len) in lens.iter_mut().enumerate() {
             cols.clear();
             count(task * ROWS_PER_TASK + k, cols);
-            // A row holds distinct columns below ncols <= INDEX_LIMIT.
-            *len = u32::try_from(cols.len()).expect("a generated row is longer than its number of columns");
+            *len = cols.len() as u64;
         }
     });
-    let total: u64 = offsets.par_iter().map(|&l| u64::from(l)).sum();
-    check_index_limit("stored entries", usize::try_from(total).unwrap_or(usize::MAX))?;
-    let mut sum = 0u32;
-    for o in &mut offsets[1..] {
-        sum += *o; // total <= INDEX_LIMIT: no overflow
-        *o = sum;
-    }
+    prefix_sum(&mut offsets[1..]);
     Ok(offsets)
 }
 
@@ -138,8 +131,8 @@ where
 ///
 /// # Errors
 ///
-/// [`FormatError::TooLarge`] past [`INDEX_LIMIT`](crate::INDEX_LIMIT), before the entry
-/// arrays are allocated; an invariant the row function broke (a bug) as its `FormatError`.
+/// [`FormatError::TooLarge`] past [`INDEX_LIMIT`](crate::INDEX_LIMIT) rows or columns,
+/// before the entry arrays are allocated; an invariant the row function broke (a bug) as its `FormatError`.
 ///
 /// # Panics
 ///
@@ -177,13 +170,13 @@ where
 ///
 /// # Errors
 ///
-/// [`FormatError::TooLarge`] past [`INDEX_LIMIT`](crate::INDEX_LIMIT), before the column
-/// array is allocated.
+/// [`FormatError::TooLarge`] past [`INDEX_LIMIT`](crate::INDEX_LIMIT) rows, before the
+/// column array is allocated.
 ///
 /// # Panics
 ///
 /// If the row function gives a row a different length in the two passes (a bug).
-pub(super) fn build_pattern<F>(nrows: usize, row: F) -> Result<(Vec<u32>, Vec<u32>), FormatError>
+pub(super) fn build_pattern<F>(nrows: usize, row: F) -> Result<(Vec<u64>, Vec<u32>), FormatError>
 where
     F: Fn(usize, &mut Vec<u32>) + Sync,
 {
@@ -207,7 +200,7 @@ where
 
 /// The values of a pattern, row by row in parallel: `value(i, cols, vals)` fills row `i`'s
 /// values given its columns.
-pub(super) fn fill_values<T: Scalar, F>(offsets: &[u32], cols: &[u32], value: F) -> Vec<T>
+pub(super) fn fill_values<T: Scalar, F>(offsets: &[u64], cols: &[u32], value: F) -> Vec<T>
 where
     F: Fn(usize, &[u32], &mut [T]) + Sync,
 {
@@ -225,13 +218,8 @@ where
 
 /// The CSR pattern of sorted, distinct keys `row << 32 | col`: row offsets (a binary search
 /// per row) and column indices, in parallel.
-///
-/// # Panics
-///
-/// If there are more keys than [`INDEX_LIMIT`](crate::INDEX_LIMIT) (the caller checks).
-pub(super) fn pattern_from_keys(nrows: usize, keys: &[u64]) -> (Vec<u32>, Vec<u32>) {
-    assert!(keys.len() <= crate::INDEX_LIMIT, "more keys than INDEX_LIMIT");
-    let offsets = (0..=nrows).into_par_iter().map(|i| keys.partition_point(|&k| k >> 32 < i as u64) as u32).collect();
+pub(super) fn pattern_from_keys(nrows: usize, keys: &[u64]) -> (Vec<u64>, Vec<u32>) {
+    let offsets = (0..=nrows).into_par_iter().map(|i| keys.partition_point(|&k| k >> 32 < i as u64) as u64).collect();
     let cols = keys.par_iter().map(|&k| k as u32).collect();
     (offsets, cols)
 }
@@ -242,8 +230,39 @@ pub(super) fn sort_dedup(cols: &mut Vec<u32>) {
     cols.dedup();
 }
 
-/// Bytes of a CSR matrix: `4 (nrows + 1)` of offsets and `4 + value_bytes` per entry
+/// Bytes of a CSR matrix: `8 (nrows + 1)` of offsets and `4 + value_bytes` per entry
 /// (saturating).
 pub(super) fn csr_bytes(nrows: u64, nnz: u64, value_bytes: u64) -> u64 {
-    nrows.saturating_add(1).saturating_mul(4).saturating_add(nnz.saturating_mul(4 + value_bytes))
+    nrows.saturating_add(1).saturating_mul(8).saturating_add(nnz.saturating_mul(4 + value_bytes))
+}
+
+/// In-place inclusive prefix sum, in parallel for long arrays (two passes over blocks).
+pub(crate) fn prefix_sum(v: &mut [u64]) {
+    const BLOCK: usize = 1 << 16;
+    if v.len() <= BLOCK {
+        let mut sum = 0u64;
+        for o in v {
+            sum += *o;
+            *o = sum;
+        }
+        return;
+    }
+    let totals: Vec<u64> = v
+        .par_chunks_mut(BLOCK)
+        .map(|c| {
+            let mut sum = 0u64;
+            for o in c {
+                sum += *o;
+                *o = sum;
+            }
+            sum
+        })
+        .collect();
+    let mut carry = Vec::with_capacity(totals.len());
+    let mut sum = 0u64;
+    for t in totals {
+        carry.push(sum);
+        sum += t;
+    }
+    v.par_chunks_mut(BLOCK).zip(carry).for_each(|(c, add)| c.iter_mut().for_each(|o| *o += add));
 }

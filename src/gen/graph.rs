@@ -2,7 +2,7 @@
 //! circuits, web graphs, random geometric graphs, and graph Laplacians.
 
 use super::assemble::{build_pattern, fill_values, hash3, pattern_from_keys, sort_dedup, unit, Stream};
-use crate::format::check_index_limit;
+use crate::format::{check_entry_limit, check_index_limit};
 use crate::{CsrMatrix, Error, FormatError, Scalar};
 use rayon::prelude::*;
 
@@ -61,12 +61,12 @@ const RMAT_THRESHOLDS: [u32; 3] = [2_448_131_359, 3_264_175_145, 4_080_218_931];
 ///
 /// [`FormatError::TooLarge`]: `"rows"` when `2^scale` exceeds
 /// [`INDEX_LIMIT`](crate::INDEX_LIMIT) (scale 31 and up), `"stored entries (expected)"`
-/// when the drawn edges do.
+/// when the drawn edges exceed [`ENTRY_LIMIT`](crate::format::ENTRY_LIMIT).
 pub(super) fn rmat_size(scale: u32, edge_factor: usize) -> Result<(usize, usize), FormatError> {
     let vertices = 1usize.checked_shl(scale).filter(|_| scale < usize::BITS).unwrap_or(usize::MAX);
     check_index_limit("rows", vertices)?;
     let edges = edge_factor.saturating_mul(vertices);
-    check_index_limit("stored entries (expected)", edges)?;
+    check_entry_limit("stored entries (expected)", edges)?;
     Ok((vertices, edges))
 }
 
@@ -249,7 +249,7 @@ fn web_degree(s: &mut Stream, n: usize) -> usize {
 /// ```
 pub fn web_graph<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>, FormatError> {
     check_index_limit("rows", n)?;
-    check_index_limit("stored entries (expected)", (n as f64 * 12.5) as usize)?;
+    check_entry_limit("stored entries (expected)", (n as f64 * 12.5) as usize)?;
     let (offsets, cols) = build_pattern(n, |i, out| {
         let mut s = Stream::new(seed ^ SALT_ROWS, i as u64);
         for _ in 0..web_degree(&mut s, n) {
@@ -308,7 +308,7 @@ pub const GEO_DEGREE: f64 = 12.0;
 /// ```
 pub fn random_geometric<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>, FormatError> {
     check_index_limit("rows", n)?;
-    check_index_limit("stored entries (expected)", (n as f64 * (GEO_DEGREE + 1.0)) as usize)?;
+    check_entry_limit("stored entries (expected)", (n as f64 * (GEO_DEGREE + 1.0)) as usize)?;
     if n == 0 {
         return CsrMatrix::zeros(0, 0);
     }
@@ -466,7 +466,7 @@ pub(super) fn circuit_entries(n: usize, seed: u64) -> (f64, f64, usize) {
 pub fn circuit<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>, FormatError> {
     use circuit_params::{BAND, LINK};
     check_index_limit("rows", n)?;
-    check_index_limit("stored entries (expected)", circuit_entries(n, seed).0 as usize)?;
+    check_entry_limit("stored entries (expected)", circuit_entries(n, seed).0 as usize)?;
     let nets = circuit_nets(n, seed);
     let pins: Vec<Vec<u32>> = nets
         .par_iter()
@@ -504,8 +504,8 @@ pub fn circuit<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>, FormatErr
 }
 
 /// The transpose of a square pattern (a counting sort; rows come out sorted).
-fn transpose_pattern(n: usize, offsets: &[u32], cols: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let mut t_offsets = vec![0u32; n + 1];
+fn transpose_pattern(n: usize, offsets: &[u64], cols: &[u32]) -> (Vec<u64>, Vec<u32>) {
+    let mut t_offsets = vec![0u64; n + 1];
     for &c in cols {
         t_offsets[c as usize + 1] += 1;
     }

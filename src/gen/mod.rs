@@ -101,7 +101,7 @@ pub fn from_spec<T: Scalar>(spec: &str) -> crate::Result<CsrMatrix<T>> {
 /// // lap2d:1000 has 1,000,000 rows and 4,996,000 entries: about 61 MiB in f64.
 /// match gen::from_spec_with_limit::<f64>("lap2d:1000", Some(16 << 20)) {
 ///     Err(Error::InsufficientMemory { needed, available, .. }) => {
-///         assert_eq!((needed, available), (4 * 1_000_001 + 12 * 4_996_000, 16 << 20))
+///         assert_eq!((needed, available), (8 * 1_000_001 + 12 * 4_996_000, 16 << 20))
 ///     }
 ///     other => panic!("expected InsufficientMemory, got {other:?}"),
 /// }
@@ -115,7 +115,7 @@ pub fn from_spec_with_limit<T: Scalar>(spec: &str, limit: Option<u64>) -> crate:
 /// The peak host bytes of building `spec` with [`from_spec`] and values of type `T`,
 /// derived from the spec's parameters without building anything (microseconds).
 ///
-/// The peak is the final CSR arrays (`4 (nrows + 1)` bytes of offsets and
+/// The peak is the final CSR arrays (`8 (nrows + 1)` bytes of offsets and
 /// `4 + size_of::<T>()` per entry) plus what a generator holds beside them (R-MAT's edge
 /// keys, 12 bytes per drawn edge while they merge; a geometric graph's points; a graph
 /// Laplacian's input pattern and its transpose). The entry count is exact where a formula
@@ -127,16 +127,16 @@ pub fn from_spec_with_limit<T: Scalar>(spec: &str, limit: Option<u64>) -> crate:
 ///
 /// # Errors
 ///
-/// As [`from_spec`], less `InsufficientMemory`: an invalid name, or sizes past the index
-/// limit.
+/// As [`from_spec`], less `InsufficientMemory`: an invalid name, or dimensions past the
+/// index limit.
 ///
 /// # Example
 ///
 /// ```
 /// use spgpu::gen;
-/// // 400M rows and 2G entries: 25.6 GB, refused up front on a smaller machine.
-/// assert_eq!(gen::estimate_host_bytes::<f64>("lap2d:20000")?, 4 * 400_000_001 + 12 * 1_999_920_000);
-/// assert_eq!(gen::estimate_host_bytes::<f32>("lap2d:10")?, 4 * 101 + 8 * 460);
+/// // 400M rows and 2G entries: 27.2 GB, refused up front on a smaller machine.
+/// assert_eq!(gen::estimate_host_bytes::<f64>("lap2d:20000")?, 8 * 400_000_001 + 12 * 1_999_920_000);
+/// assert_eq!(gen::estimate_host_bytes::<f32>("lap2d:10")?, 8 * 101 + 8 * 460);
 /// # Ok::<(), spgpu::Error>(())
 /// ```
 pub fn estimate_host_bytes<T: Scalar>(spec: &str) -> crate::Result<u64> {

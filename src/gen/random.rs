@@ -2,7 +2,7 @@
 
 use super::assemble::{build_rows, row_rng, sort_dedup, splitmix};
 use super::stencil::or_panic;
-use crate::format::check_index_limit;
+use crate::format::{check_entry_limit, check_index_limit};
 use crate::{CsrMatrix, FormatError, Scalar};
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -41,7 +41,7 @@ pub(super) fn try_random_uniform<T: Scalar>(
     check_index_limit("columns", ncols)?;
     // Duplicates merge, so this bounds the entry count from above; checking it first keeps
     // an impossible request from allocating before it fails.
-    check_index_limit("stored entries", nrows.saturating_mul(per_row.min(ncols)))?;
+    check_entry_limit("stored entries", nrows.saturating_mul(per_row.min(ncols)))?;
     build_rows(nrows, ncols, |i, cols, vals| {
         let mut rng = row_rng(seed, i);
         cols.extend((0..per_row).map(|_| rng.random_range(0..ncols as u32)));
@@ -133,7 +133,7 @@ pub(super) fn banded_nnz(n: usize, half_bandwidth: usize) -> usize {
 /// [`banded`], with a matrix past the index limit as an error.
 pub(super) fn try_banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) -> Result<CsrMatrix<T>, FormatError> {
     check_index_limit("rows", n)?;
-    check_index_limit("stored entries", banded_nnz(n, half_bandwidth))?;
+    check_entry_limit("stored entries", banded_nnz(n, half_bandwidth))?;
     let h = half_bandwidth.min(n.saturating_sub(1));
     let off = |i: usize, j: usize| -> f64 {
         let (a, b) = (i.min(j) as u64, i.max(j) as u64);

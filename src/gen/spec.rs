@@ -5,7 +5,7 @@ use super::assemble::csr_bytes;
 use super::graph::{self, circuit_entries, geo_grid, rmat_size, web, GEO_DEGREE};
 use super::random::{banded_nnz, capped_lomax_moments, try_banded, try_power_law, try_random_uniform};
 use super::stencil::{elasticity_nnz, stencil_nnz};
-use crate::format::check_index_limit;
+use crate::format::{check_entry_limit, check_index_limit};
 use crate::{CsrMatrix, Error, Scalar};
 
 /// The seed when a spec gives none.
@@ -159,14 +159,14 @@ impl Spec {
                 let rows = rows.unwrap_or(usize::MAX);
                 check_index_limit("rows", rows)?;
                 let nnz = stencil_nnz(points, n).unwrap_or(usize::MAX);
-                check_index_limit("stored entries", nnz)?;
+                check_entry_limit("stored entries", nnz)?;
                 square(rows, nnz as u64, 0)
             }
             Spec::Uniform { rows, cols, per_row, .. } => {
                 check_index_limit("rows", rows)?;
                 check_index_limit("columns", cols)?;
                 let nnz = rows.saturating_mul(per_row.min(cols));
-                check_index_limit("stored entries", nnz)?;
+                check_entry_limit("stored entries", nnz)?;
                 Estimate {
                     nrows: rows,
                     ncols: cols,
@@ -178,7 +178,7 @@ impl Spec {
                 check_index_limit("rows", rows)?;
                 // The entry count is only known once the rows are drawn; refuse at once a row
                 // count whose expected count (12.8 per row) is past the limit.
-                check_index_limit("stored entries (expected)", rows.saturating_mul(12))?;
+                check_entry_limit("stored entries (expected)", rows.saturating_mul(12))?;
                 let cap = 20_000.min(rows).max(1);
                 let (mean, var) = capped_lomax_moments(1.2, 3.0, cap);
                 let nnz = likely_bound(rows as f64 * mean, rows as f64 * var).min(rows as u64 * cap as u64);
@@ -187,7 +187,7 @@ impl Spec {
             Spec::Banded { n, half, .. } => {
                 check_index_limit("rows", n)?;
                 let nnz = banded_nnz(n, half);
-                check_index_limit("stored entries", nnz)?;
+                check_entry_limit("stored entries", nnz)?;
                 square(n, nnz as u64, 0)
             }
             Spec::Rmat { scale, edge_factor, .. } => {
@@ -203,7 +203,7 @@ impl Spec {
             Spec::Circuit { n, seed } => {
                 check_index_limit("rows", n)?;
                 let (mean, var, pins) = circuit_entries(n, seed);
-                check_index_limit("stored entries (expected)", mean as usize)?;
+                check_entry_limit("stored entries (expected)", mean as usize)?;
                 let e = square(n, likely_bound(mean, var), 0);
                 // Indexing the nets: their pins, the sort keys (8 bytes a pin) and the index
                 // (rows and pins); then the pins and the index beside the pattern.
@@ -214,7 +214,7 @@ impl Spec {
             }
             Spec::Web { n, .. } => {
                 check_index_limit("rows", n)?;
-                check_index_limit("stored entries (expected)", (n as f64 * 12.5) as usize)?;
+                check_entry_limit("stored entries (expected)", (n as f64 * 12.5) as usize)?;
                 let (mean, var) = match n {
                     0 | 1 => (0.0, 0.0),
                     _ => capped_lomax_moments(web::SHAPE, web::SCALE, web::MAX_DEGREE.min(n - 1)),
@@ -224,7 +224,7 @@ impl Spec {
             Spec::Geo { n, .. } => {
                 check_index_limit("rows", n)?;
                 let per_row = GEO_DEGREE + 1.0;
-                check_index_limit("stored entries (expected)", (n as f64 * per_row) as usize)?;
+                check_entry_limit("stored entries (expected)", (n as f64 * per_row) as usize)?;
                 // Neighbour counts are not independent: a generous variance, 4 per^2 per row.
                 let nnz = likely_bound(n as f64 * per_row, 4.0 * n as f64 * per_row * per_row);
                 let cells = if n == 0 { 0 } else { geo_grid(n).0 as u64 };
@@ -233,14 +233,14 @@ impl Spec {
                 // bytes a point), then beside the pattern.
                 let n = n as u64;
                 let side = 16 * n + 4 * (cells * cells + 1);
-                let pattern = 4 * (n + 1) + 4 * e.nnz;
+                let pattern = 8 * (n + 1) + 4 * e.nnz;
                 Estimate { peak: e.peak.max(side + 8 * n).max(side + pattern), ..e }
             }
             Spec::Elast { n } => {
                 let rows = n.checked_mul(n).and_then(|sq| sq.checked_mul(n)).and_then(|c| c.checked_mul(3));
                 check_index_limit("rows", rows.unwrap_or(usize::MAX))?;
                 let nnz = elasticity_nnz(n).unwrap_or(usize::MAX);
-                check_index_limit("stored entries", nnz)?;
+                check_entry_limit("stored entries", nnz)?;
                 square(rows.unwrap_or(0), nnz as u64, 0)
             }
             Spec::GraphLap(ref inner) => {
@@ -259,8 +259,8 @@ impl Spec {
                 } else {
                     i.nnz.saturating_mul(2).saturating_add(n).min(n.saturating_mul(n))
                 };
-                let pattern = 4 * (n + 1) + 4 * i.nnz; // of the inner matrix, and of its transpose
-                let merging = (2 * pattern).saturating_add(4 * (n + 1) + 4 * nnz);
+                let pattern = 8 * (n + 1) + 4 * i.nnz; // of the inner matrix, and of its transpose
+                let merging = (2 * pattern).saturating_add(8 * (n + 1) + 4 * nnz);
                 let e = square(i.nrows, nnz, 0);
                 Estimate { peak: e.peak.max(i.peak).max(merging), ..e }
             }

@@ -1,7 +1,7 @@
 //! Grid matrices: the Laplacian stencils and 3-DOF elasticity.
 
 use super::assemble::{build_rows, hash3, unit};
-use crate::format::check_index_limit;
+use crate::format::{check_entry_limit, check_index_limit};
 use crate::{CsrMatrix, FormatError, Scalar};
 
 /// Unwraps a generator's result; the public generators document this panic.
@@ -169,7 +169,7 @@ pub fn elasticity_nnz(n: usize) -> Option<usize> {
 pub fn elasticity_3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>, FormatError> {
     let points = n.checked_mul(n).and_then(|sq| sq.checked_mul(n)).unwrap_or(usize::MAX);
     check_index_limit("rows", points.saturating_mul(3))?;
-    check_index_limit("stored entries", elasticity_nnz(n).unwrap_or(usize::MAX))?;
+    check_entry_limit("stored entries", elasticity_nnz(n).unwrap_or(usize::MAX))?;
     let offs = offsets_27();
     let weight = |p: usize, q: usize| 0.5 + unit(hash3(ELASTICITY_SEED, p.min(q) as u64, p.max(q) as u64));
     build_rows(3 * points, 3 * points, |row, cols, vals| {

@@ -80,7 +80,7 @@ pub struct RowBlocks {
     /// last `nrows`.
     pub block_row: Vec<u32>,
     /// First entry of each block; `nblocks + 1` entries, the last `nnz`.
-    pub block_entry: Vec<u32>,
+    pub block_entry: Vec<u64>,
     /// `[row, first chunk block, chunk count]` of each row of more than one chunk, in row
     /// order.
     pub long_rows: Vec<[u32; 3]>,
@@ -97,10 +97,10 @@ impl RowBlocks {
     /// let b = RowBlocks::new(&[0, 3, 3, 5003, 5005]);
     /// // rows 0-1 in one block, row 2 in three chunks, row 3 alone
     /// assert_eq!(b.block_row, vec![0, 2 | LONG_FLAG, 2 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
-    /// assert_eq!(b.block_entry, vec![0, 3, 3 + CHUNK_ENTRIES as u32, 3 + 2 * CHUNK_ENTRIES as u32, 5003, 5005]);
+    /// assert_eq!(b.block_entry, vec![0, 3, 3 + CHUNK_ENTRIES as u64, 3 + 2 * CHUNK_ENTRIES as u64, 5003, 5005]);
     /// assert_eq!(b.long_rows, vec![[2, 1, 3]]);
     /// ```
-    pub fn new(row_offsets: &[u32]) -> RowBlocks {
+    pub fn new(row_offsets: &[u64]) -> RowBlocks {
         let nrows = row_offsets.len().saturating_sub(1);
         let pieces: Vec<RowBlocks> = (0..nrows.div_ceil(PIECE_ROWS))
             .into_par_iter()
@@ -124,7 +124,7 @@ impl RowBlocks {
     }
 
     /// The blocks of rows `lo..hi`, without the closing sentinel.
-    fn piece(off: &[u32], lo: usize, hi: usize) -> RowBlocks {
+    fn piece(off: &[u64], lo: usize, hi: usize) -> RowBlocks {
         let mut b = RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new() };
         let len = |r: usize| (off[r + 1] - off[r]) as usize;
         let mut r = lo;
@@ -136,7 +136,7 @@ impl RowBlocks {
                 }
                 for k in 0..chunks {
                     b.block_row.push(r as u32 | LONG_FLAG);
-                    b.block_entry.push(off[r] + (k * CHUNK_ENTRIES) as u32);
+                    b.block_entry.push(off[r] + (k * CHUNK_ENTRIES) as u64);
                 }
                 r += 1;
                 continue;
@@ -172,9 +172,11 @@ impl RowBlocks {
         self.block_row.len().saturating_sub(1)
     }
 
-    /// Device bytes of the block description, the long-row list and the chunk-sum scratch.
-    pub fn device_bytes(&self) -> usize {
-        (self.block_row.len() + self.block_entry.len()) * 4 + self.long_rows.len() * 12 + self.scratch_len() * 8
+    /// Device bytes of the block description (`block_entry` with 8-byte entries when `wide`,
+    /// as the offsets), the long-row list and the chunk-sum scratch.
+    pub fn device_bytes(&self, wide: bool) -> usize {
+        let entry = if wide { 8 } else { 4 };
+        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 12 + self.scratch_len() * 8
     }
 
     /// Slots of the chunk-sum scratch (`f64`): one per block when there are long rows (chunk
@@ -193,10 +195,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn offsets(lengths: &[usize]) -> Vec<u32> {
-        let mut o = vec![0u32];
+    fn offsets(lengths: &[usize]) -> Vec<u64> {
+        let mut o = vec![0u64];
         for &l in lengths {
-            o.push(o.last().unwrap() + l as u32);
+            o.push(o.last().unwrap() + l as u64);
         }
         o
     }

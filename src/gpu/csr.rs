@@ -6,19 +6,23 @@ use cust::memory::DevicePointer;
 
 use super::balance::RowBlocks;
 use super::memory::DeviceMemory;
+use super::positions::{positions_need_64_bits, shifted, Positions};
 use super::sell::SellMatrix;
 use super::vector::{download, ptr_of, upload};
 use super::Stream;
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
-use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar};
+use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
+use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
 
 /// A CSR matrix in device memory, with the [`SpmvPlan`] that runs it.
 ///
 /// It can only be made by uploading a validated [`CsrMatrix`], so its invariants (offsets
-/// monotonic from 0 to `nnz`, columns in range, counts within the 32-bit index limit) hold
-/// on the device and the kernels need no bounds checks. The three arrays have the layout of
-/// the host matrix: `row_offsets` (`nrows + 1` `u32`), `col_indices` (`nnz` `u32`) and
-/// `values` (`nnz` `T`).
+/// monotonic from 0 to `nnz`, columns in range, dimensions within the 32-bit index limit)
+/// hold on the device and the kernels need no bounds checks. The three arrays have the
+/// layout of the host matrix: `row_offsets` (`nrows + 1`), `col_indices` (`nnz` `u32`) and
+/// `values` (`nnz` `T`). The offsets are `u32` when `nnz` is at most
+/// [`INDEX_LIMIT`](crate::INDEX_LIMIT) and `u64` past it ([`offsets_are_64_bit`]
+/// (DeviceCsr::offsets_are_64_bit)), chosen at upload; every kernel has a variant for each.
 ///
 /// # Example
 ///
@@ -43,6 +47,9 @@ pub struct DeviceCsr<T: Scalar> {
     stats: RowStats,
     plan: SpmvPlan,
     preprocessing: Duration,
+    /// 0, except for matrices uploaded by tests with shifted positions
+    /// ([`upload_with_entry_base`](DeviceCsr::upload_with_entry_base)).
+    entry_base: u64,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -50,7 +57,7 @@ pub struct DeviceCsr<T: Scalar> {
 /// instead of the CSR ones.
 enum Storage<T: Scalar> {
     Csr {
-        row_offsets: DeviceMemory<u32>,
+        row_offsets: Positions,
         col_indices: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
         balanced: Option<Box<Balanced>>,
@@ -65,11 +72,11 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) nslices: usize,
     pub(crate) nchunks: usize,
     pub(crate) nlong: usize,
-    pub(crate) slice_ptr: DeviceMemory<u32>,
+    pub(crate) slice_ptr: Positions,
     pub(crate) perm: Option<DeviceMemory<u32>>,
     pub(crate) cols: Option<DeviceMemory<u32>>,
     pub(crate) vals: Option<DeviceMemory<T>>,
-    pub(crate) chunk_entry: DeviceMemory<u32>,
+    pub(crate) chunk_entry: Positions,
     pub(crate) long_cols: Option<DeviceMemory<u32>>,
     pub(crate) long_vals: Option<DeviceMemory<T>>,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
@@ -83,8 +90,9 @@ pub(crate) struct DeviceSell<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceSell<T> {
-    fn upload(ctx: &'static Context, s: &SellMatrix<T>, ncols: usize) -> Result<Self> {
+    fn upload(ctx: &'static Context, s: &SellMatrix<T>, ncols: usize, base: u64) -> Result<Self> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
+        let wide = s.wide() || base != 0;
         let partials = if s.nchunks() == 0 {
             None
         } else {
@@ -97,16 +105,16 @@ impl<T: Scalar> DeviceSell<T> {
             nslices: s.nslices(),
             nchunks: s.nchunks(),
             nlong: s.long_rows.len(),
-            slice_ptr: upload(&s.slice_ptr, "SELL slice offsets")?.expect("nslices + 1 >= 1 offsets"),
+            slice_ptr: Positions::upload(ctx, &s.slice_ptr, wide, base, "SELL slice offsets")?,
             perm: upload(&s.perm, "SELL row order")?,
             cols: upload(&s.cols, "SELL columns")?,
             vals: upload(&s.vals, "SELL values")?,
-            chunk_entry: upload(&s.chunk_entry, "SELL chunk offsets")?.expect("nchunks + 1 >= 1 offsets"),
+            chunk_entry: Positions::upload(ctx, &s.chunk_entry, wide, base, "SELL chunk offsets")?,
             long_cols: upload(&s.long_cols, "SELL long-row columns")?,
             long_vals: upload(&s.long_vals, "SELL long-row values")?,
             long_rows: upload(&flat, "SELL long rows")?,
             partials,
-            bytes: s.device_bytes(),
+            bytes: s.device_bytes() + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
             nrows: s.nrows,
             ncols,
             slots: s.cols.len(),
@@ -114,18 +122,18 @@ impl<T: Scalar> DeviceSell<T> {
         })
     }
 
-    fn download(&self) -> Result<CsrMatrix<T>> {
+    fn download(&self, base: u64) -> Result<CsrMatrix<T>> {
         let slots = self.slots;
         let nlong_entries = self.nlong_entries;
         let flat = download(self.long_rows.as_ref(), 3 * self.nlong, "SELL long rows")?;
         let s = SellMatrix {
             nrows: self.nrows,
             nsorted: self.nsorted,
-            slice_ptr: download(Some(&self.slice_ptr), self.nslices + 1, "SELL slice offsets")?,
+            slice_ptr: self.slice_ptr.download(self.nslices + 1, base, "SELL slice offsets")?,
             perm: download(self.perm.as_ref(), self.nsorted, "SELL row order")?,
             cols: download(self.cols.as_ref(), slots, "SELL columns")?,
             vals: download(self.vals.as_ref(), slots, "SELL values")?,
-            chunk_entry: download(Some(&self.chunk_entry), self.nchunks + 1, "SELL chunk offsets")?,
+            chunk_entry: self.chunk_entry.download(self.nchunks + 1, base, "SELL chunk offsets")?,
             long_cols: download(self.long_cols.as_ref(), nlong_entries, "SELL long-row columns")?,
             long_vals: download(self.long_vals.as_ref(), nlong_entries, "SELL long-row values")?,
             long_rows: flat.chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
@@ -141,7 +149,7 @@ pub(crate) struct Balanced {
     /// Long rows (chunked over several blocks), each `[row, first block, chunks]`.
     pub(crate) nlong: usize,
     pub(crate) block_row: DeviceMemory<u32>,
-    pub(crate) block_entry: DeviceMemory<u32>,
+    pub(crate) block_entry: Positions,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
     /// One `f64` per block when there are long rows: the chunk sums of one call, written by the
     /// main kernel and read by the fix-up kernel that follows it on the same stream.
@@ -150,10 +158,12 @@ pub(crate) struct Balanced {
 }
 
 impl Balanced {
-    fn upload(ctx: &'static Context, blocks: &RowBlocks) -> Result<Balanced> {
+    /// Uploads the blocks; their entry positions are 64-bit when `wide` (as the matrix's row
+    /// offsets), shifted by `base` (tests only).
+    fn upload(ctx: &'static Context, blocks: &RowBlocks, wide: bool, base: u64) -> Result<Balanced> {
         let flat: Vec<u32> = blocks.long_rows.iter().flatten().copied().collect();
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
-        let block_entry = upload(&blocks.block_entry, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
+        let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
         let long_rows = upload(&flat, "balanced long rows")?;
         let partials = if blocks.scratch_len() == 0 {
             None
@@ -169,7 +179,7 @@ impl Balanced {
             block_entry,
             long_rows,
             partials,
-            bytes: blocks.device_bytes(),
+            bytes: blocks.device_bytes(wide),
         })
     }
 }
@@ -197,7 +207,40 @@ impl<T: Scalar> DeviceCsr<T> {
     /// limit ([`EllMatrix::try_from_csr`]), both checked before anything is uploaded;
     /// [`Error::Cuda`] when allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
+        Self::upload_shifted(ctx, a, choice, 0)
+    }
+
+    /// For tests of the 64-bit kernels on small matrices: uploads with 64-bit positions
+    /// (CSR row offsets, the balanced kernel's block starts, SELL's slice and chunk starts),
+    /// each increased by `base`, and hands the kernels the entry arrays' addresses moved back
+    /// by `base` elements, so that every entry is reached through a position past `base`
+    /// (above 2^32 when `base` is). Results, [`download`](DeviceCsr::download) included, are
+    /// those of an ordinary upload. ELLPACK storage has no positions: `base` does not apply
+    /// to it. Not for other use: [`csr_ptrs`](DeviceCsr::csr_ptrs) gives the real arrays, but
+    /// their offsets are shifted.
+    ///
+    /// # Errors
+    ///
+    /// As [`upload_with`](DeviceCsr::upload_with).
+    #[doc(hidden)]
+    pub fn upload_with_entry_base(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        choice: KernelChoice,
+        base: u64,
+    ) -> Result<Self> {
+        Self::upload_shifted(ctx, a, choice, base.max(1))
+    }
+
+    /// Whether the matrix holds 64-bit positions: `nnz` past the index limit, or shifted
+    /// positions (tests).
+    fn wide_upload(nnz: usize, base: u64) -> bool {
+        positions_need_64_bits(nnz) || base != 0
+    }
+
+    fn upload_shifted(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice, base: u64) -> Result<Self> {
         let started = Instant::now();
+        let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
         let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
         let mut plan = plan;
@@ -220,22 +263,38 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
             }
         }
-        let ell = if plan.kernel() == SpmvKernel::Ell { Some(EllMatrix::try_from_csr(a)?) } else { None };
         let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
-        let preprocessing = started.elapsed();
+        let mut preprocessing = started.elapsed();
         ctx.make_current()?;
-        let storage = match (ell, sell) {
-            (Some(ell), _) => Storage::Ell(Box::new(DeviceEll::upload(ctx, &ell)?)),
-            (_, Some(sell)) => Storage::Sell(Box::new(DeviceSell::upload(ctx, &sell, a.ncols())?)),
-            _ => Storage::Csr {
-                row_offsets: upload(a.row_offsets(), "CSR row offsets")?.expect("nrows + 1 >= 1 offsets"),
+        let storage = if plan.kernel() == SpmvKernel::Ell {
+            // converted a piece at a time while uploading: the conversion counts as
+            // preprocessing, the copies in it too (they overlap)
+            let converting = Instant::now();
+            let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
+            let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit)?;
+            preprocessing += converting.elapsed();
+            Storage::Ell(Box::new(ell))
+        } else if let Some(sell) = sell {
+            Storage::Sell(Box::new(DeviceSell::upload(ctx, &sell, a.ncols(), base)?))
+        } else {
+            Storage::Csr {
+                row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
                 col_indices: upload(a.col_indices(), "CSR column indices")?,
                 values: upload(a.values(), "CSR values")?,
-                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b).map(Box::new)).transpose()?,
-            },
+                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b, wide, base).map(Box::new)).transpose()?,
+            }
         };
-        let mut d =
-            DeviceCsr { ctx, nrows: a.nrows(), ncols: a.ncols(), nnz: a.nnz(), storage, stats, plan, preprocessing };
+        let mut d = DeviceCsr {
+            ctx,
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            storage,
+            stats,
+            plan,
+            preprocessing,
+            entry_base: base,
+        };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
     }
@@ -309,8 +368,10 @@ impl<T: Scalar> DeviceCsr<T> {
             (Storage::Csr { row_offsets, balanced, .. }, SpmvKernel::Balanced) => {
                 if balanced.is_none() {
                     self.ctx.synchronize()?;
-                    let offsets = download(Some(&*row_offsets), self.nrows + 1, "CSR row offsets")?;
-                    *balanced = Some(Box::new(Balanced::upload(self.ctx, &RowBlocks::new(&offsets))?));
+                    let base = self.entry_base;
+                    let offsets = row_offsets.download(self.nrows + 1, base, "CSR row offsets")?;
+                    let blocks = RowBlocks::new(&offsets);
+                    *balanced = Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?));
                 }
             }
             (Storage::Csr { .. }, _) => {}
@@ -341,10 +402,23 @@ impl<T: Scalar> DeviceCsr<T> {
         }
     }
 
-    /// Bytes of the plain CSR arrays of this matrix (offsets, columns, values): what
+    /// Bytes of the plain CSR arrays of this matrix (offsets of 4 bytes, or 8 past
+    /// [`INDEX_LIMIT`](crate::INDEX_LIMIT) entries; columns; values): what
     /// [`device_bytes`](DeviceCsr::device_bytes) is compared with.
     pub fn csr_bytes(&self) -> usize {
-        (self.nrows + 1) * 4 + self.nnz * (4 + T::BYTES)
+        let offset = if positions_need_64_bits(self.nnz) { 8 } else { 4 };
+        (self.nrows + 1) * offset + self.nnz * (4 + T::BYTES)
+    }
+
+    /// Whether the device row offsets (and the balanced kernel's block starts) are 64-bit:
+    /// `nnz` is past [`INDEX_LIMIT`](crate::INDEX_LIMIT). The kernels then run their 64-bit
+    /// variants; column indices stay 32-bit.
+    pub fn offsets_are_64_bit(&self) -> bool {
+        match &self.storage {
+            Storage::Csr { row_offsets, .. } => row_offsets.is_wide(),
+            Storage::Sell(sl) => sl.slice_ptr.is_wide(),
+            Storage::Ell(e) => e.is_wide(),
+        }
     }
 
     /// The row statistics the plan was made from.
@@ -382,11 +456,11 @@ impl<T: Scalar> DeviceCsr<T> {
             Storage::Ell(e) => Ok(e.download()?.to_csr()),
             Storage::Sell(sl) => {
                 self.ctx.synchronize()?;
-                sl.download()
+                sl.download(self.entry_base)
             }
             Storage::Csr { row_offsets, col_indices, values, .. } => {
                 self.ctx.synchronize()?;
-                let offsets = download(Some(row_offsets), self.nrows + 1, "CSR row offsets")?;
+                let offsets = row_offsets.download(self.nrows + 1, self.entry_base, "CSR row offsets")?;
                 let cols = download(col_indices.as_ref(), self.nnz, "CSR column indices")?;
                 let vals = download(values.as_ref(), self.nnz, "CSR values")?;
                 Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
@@ -410,11 +484,11 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let mut v = match &self.storage {
             Storage::Csr { row_offsets, col_indices, values, balanced } => {
-                let mut v = vec![a(Some(row_offsets)), a(col_indices.as_ref()), a(values.as_ref())];
+                let mut v = vec![row_offsets.addr(), a(col_indices.as_ref()), a(values.as_ref())];
                 if let Some(b) = balanced {
                     v.extend([
                         a(Some(&b.block_row)),
-                        a(Some(&b.block_entry)),
+                        b.block_entry.addr(),
                         a(b.long_rows.as_ref()),
                         a(b.partials.as_ref()),
                     ]);
@@ -423,11 +497,11 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             Storage::Ell(e) => vec![e.col_indices_ptr().as_raw(), e.values_ptr().as_raw()],
             Storage::Sell(sl) => vec![
-                a(Some(&sl.slice_ptr)),
+                sl.slice_ptr.addr(),
                 a(sl.perm.as_ref()),
                 a(sl.cols.as_ref()),
                 a(sl.vals.as_ref()),
-                a(Some(&sl.chunk_entry)),
+                sl.chunk_entry.addr(),
                 a(sl.long_cols.as_ref()),
                 a(sl.long_vals.as_ref()),
                 a(sl.long_rows.as_ref()),
@@ -449,37 +523,98 @@ impl<T: Scalar> DeviceCsr<T> {
         }
     }
 
-    /// The device CSR arrays `(row_offsets, col_indices, values)` for other CUDA code
-    /// (cuSPARSE with 32-bit indices, through FFI): `nrows + 1` `u32`, `nnz` `u32` (null when
-    /// `nnz == 0`) and `nnz` `T` (null when `nnz == 0`), valid while `self` lives. `None` when
-    /// the plan stored the matrix as ELLPACK ([`ell`](DeviceCsr::ell)); upload with a CSR kernel
+    /// The device CSR arrays for other CUDA code (cuSPARSE, through FFI), valid while `self`
+    /// lives. `None` when the plan stored the matrix as ELLPACK or SELL
+    /// ([`ell`](DeviceCsr::ell)); upload with a CSR kernel
     /// ([`upload_with`](DeviceCsr::upload_with)) to get them.
-    pub fn csr_ptrs(&self) -> Option<(DevicePointer<u32>, DevicePointer<u32>, DevicePointer<T>)> {
+    pub fn csr_ptrs(&self) -> Option<CsrPtrs<T>> {
         match &self.storage {
-            Storage::Csr { row_offsets, col_indices, values, .. } => {
-                Some((row_offsets.as_device_ptr(), ptr_of(col_indices.as_ref()), ptr_of(values.as_ref())))
-            }
+            Storage::Csr { row_offsets, col_indices, values, .. } => Some(CsrPtrs {
+                row_offsets: row_offsets.addr(),
+                offsets_64_bit: row_offsets.is_wide(),
+                col_indices: ptr_of(col_indices.as_ref()),
+                values: ptr_of(values.as_ref()),
+            }),
             _ => None,
         }
     }
 
-    /// Device address of the row offsets (`nrows + 1` `u32`); null when the plan stored the
-    /// matrix as ELLPACK (see [`csr_ptrs`](DeviceCsr::csr_ptrs)).
-    pub fn row_offsets_ptr(&self) -> DevicePointer<u32> {
-        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.0)
+    /// What the CSR kernels are handed: `(64-bit, row offsets, columns, values)` addresses,
+    /// the entry arrays moved back by the test-only entry base. `None` unless stored as CSR.
+    pub(crate) fn kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        let p = self.csr_ptrs()?;
+        let base = self.entry_base;
+        Some((
+            p.offsets_64_bit,
+            p.row_offsets,
+            shifted::<u32>(p.col_indices.as_raw(), base),
+            shifted::<T>(p.values.as_raw(), base),
+        ))
     }
 
-    /// Device address of the column indices (`nnz` `u32`); null when `nnz == 0` or the matrix
-    /// is stored as ELLPACK.
-    pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
-        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.1)
+    /// The column indices widened to `u64`, in new device memory (made on the device): for
+    /// libraries that take 64-bit offsets only with 64-bit column indices. `None` when the
+    /// matrix is not stored as CSR or has no entries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when the allocation or the kernel fails.
+    pub fn col_indices_64(&self) -> Result<Option<DeviceIndices64>> {
+        let Some(p) = self.csr_ptrs().filter(|_| self.nnz > 0) else { return Ok(None) };
+        let mem = DeviceMemory::<u64>::uninit(self.ctx, self.nnz, "64-bit column indices")?;
+        // SAFETY: the column array holds nnz u32 (nnz > 0), `mem` nnz u64 just allocated and
+        // owned here; both are ordered on the context's stream, which is synchronized before
+        // `mem` is handed out.
+        unsafe { kernels::spmv::widen(self.ctx, p.col_indices.as_raw(), mem.as_device_ptr().as_raw(), self.nnz)? };
+        self.ctx.synchronize()?;
+        Ok(Some(DeviceIndices64 { mem, len: self.nnz }))
     }
 
-    /// Device address of the values (`nnz` `T`); null when `nnz == 0` or the matrix is stored
-    /// as ELLPACK.
-    pub fn values_ptr(&self) -> DevicePointer<T> {
-        self.csr_ptrs().map_or_else(DevicePointer::null, |p| p.2)
+    /// The test-only entry base (0 for every ordinary upload).
+    pub(crate) fn entry_base(&self) -> u64 {
+        self.entry_base
     }
+}
+
+/// 64-bit column indices of a [`DeviceCsr`] in device memory
+/// ([`DeviceCsr::col_indices_64`]), freed on drop.
+pub struct DeviceIndices64 {
+    mem: DeviceMemory<u64>,
+    len: usize,
+}
+
+impl DeviceIndices64 {
+    /// The device address of the `len` indices.
+    pub fn addr(&self) -> u64 {
+        self.mem.as_device_ptr().as_raw()
+    }
+    /// Number of indices.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether there are none (never: a matrix without entries has no such array).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for DeviceIndices64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceIndices64").field("len", &self.len).finish()
+    }
+}
+
+/// The device CSR arrays of a [`DeviceCsr`] ([`DeviceCsr::csr_ptrs`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPtrs<T: Scalar> {
+    /// Address of the `nrows + 1` row offsets: `u32`, or `u64` when `offsets_64_bit`.
+    pub row_offsets: u64,
+    /// Whether the offsets are 64-bit (`nnz` past [`INDEX_LIMIT`](crate::INDEX_LIMIT)).
+    pub offsets_64_bit: bool,
+    /// The `nnz` column indices (null when `nnz == 0`).
+    pub col_indices: DevicePointer<u32>,
+    /// The `nnz` values (null when `nnz == 0`).
+    pub values: DevicePointer<T>,
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceCsr<T> {

@@ -2,10 +2,14 @@
 
 use cust::memory::DevicePointer;
 
+use rayon::prelude::*;
+
 use super::memory::DeviceMemory;
+use super::positions::PIECE;
 use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceVector, SpmvPlan};
-use crate::{CsrMatrix, EllMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
+use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
+use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
 
 /// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
 /// of row `i` at `k * nrows + i`), padding slots holding column [`ELL_PADDING`] and value
@@ -40,6 +44,12 @@ pub struct DeviceEll<T: Scalar> {
     plan: SpmvPlan,
 }
 
+/// Whether the ELL kernel needs 64-bit slot arithmetic: its slot index runs to
+/// `(width + 1) * nrows`, which must otherwise fit 32 bits.
+fn slots_need_64_bits(width: usize, nrows: usize) -> bool {
+    width.saturating_add(1).saturating_mul(nrows) > u32::MAX as usize
+}
+
 impl<T: Scalar> DeviceEll<T> {
     /// Uploads a host ELLPACK matrix.
     ///
@@ -67,12 +77,79 @@ impl<T: Scalar> DeviceEll<T> {
     /// Converts a CSR matrix to ELLPACK (with [`EllMatrix::try_from_csr`]'s padding limit) and
     /// uploads it.
     ///
+    /// The conversion runs a piece of rows at a time (in parallel), each piece uploaded
+    /// before the next is made: the host holds the CSR matrix and one piece (about 4 million
+    /// slots), never a second full copy.
+    ///
     /// # Errors
     ///
     /// [`Error::Format`] ([`FormatError::EllPaddingLimit`](crate::FormatError::EllPaddingLimit))
-    /// when ELL would pad too much; [`Error::Cuda`] when allocation or a copy fails.
+    /// when ELL would pad too much, before anything is allocated; [`Error::Cuda`] when
+    /// allocation or a copy fails.
     pub fn from_csr(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
-        Self::upload(ctx, &EllMatrix::try_from_csr(a)?)
+        let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
+        Self::from_csr_with(ctx, a, &a.row_stats(), limit)
+    }
+
+    /// [`from_csr`](Self::from_csr) with the row statistics already made and a padding limit
+    /// in slots.
+    pub(crate) fn from_csr_with(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        stats: &RowStats,
+        max_slots: usize,
+    ) -> Result<Self> {
+        let (nrows, width) = (a.nrows(), stats.max);
+        let padded = width.saturating_mul(nrows);
+        if padded > max_slots {
+            let e = FormatError::EllPaddingLimit { width, nrows, nnz: a.nnz(), padded, limit: max_slots };
+            return Err(e.into());
+        }
+        let plan = SpmvPlan::for_ell(stats, ctx.warp_size());
+        let (mut col_indices, mut values) = (None, None);
+        if padded > 0 {
+            let mut cols = DeviceMemory::<u32>::uninit(ctx, padded, "ELL column indices")?;
+            let mut vals = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            let (off, acols, avals) = (a.row_offsets(), a.col_indices(), a.values());
+            let rows_per_piece = (PIECE / width).max(1);
+            let (mut tile_c, mut tile_v) = (Vec::new(), Vec::new());
+            for r0 in (0..nrows).step_by(rows_per_piece) {
+                let n = rows_per_piece.min(nrows - r0);
+                // the piece, column-major: slot k of row r0 + i at k * n + i
+                tile_c.resize(width * n, ELL_PADDING);
+                tile_v.resize(width * n, T::ZERO);
+                tile_c.par_iter_mut().zip(tile_v.par_iter_mut()).enumerate().with_min_len(1 << 12).for_each(
+                    |(t, (c, v))| {
+                        let (k, i) = (t / n, r0 + t % n);
+                        let j = off[i] as usize + k;
+                        (*c, *v) = if j < off[i + 1] as usize { (acols[j], avals[j]) } else { (ELL_PADDING, T::ZERO) };
+                    },
+                );
+                for k in 0..width {
+                    let at = k * nrows + r0;
+                    cols.copy_from_host_at(at, &tile_c[k * n..(k + 1) * n], "ELL column indices")?;
+                    vals.copy_from_host_at(at, &tile_v[k * n..(k + 1) * n], "ELL values")?;
+                }
+            }
+            (col_indices, values) = (Some(cols), Some(vals));
+        }
+        Ok(DeviceEll {
+            ctx,
+            nrows,
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            width,
+            col_indices,
+            values,
+            stats: stats.clone(),
+            plan,
+        })
+    }
+
+    /// Whether the kernel runs with 64-bit slot arithmetic (`(width + 1) * nrows` past
+    /// `u32::MAX`).
+    pub(crate) fn is_wide(&self) -> bool {
+        slots_need_64_bits(self.width, self.nrows)
     }
 
     /// `y = alpha*A*x + beta*y` with the ELL kernel, queued on the context's stream; does not
@@ -132,7 +209,7 @@ impl<T: Scalar> DeviceEll<T> {
         let cols = download(self.col_indices.as_ref(), slots, "ELL column indices")?;
         let vals = download(self.values.as_ref(), slots, "ELL values")?;
         let mut offsets = Vec::with_capacity(self.nrows + 1);
-        offsets.push(0u32);
+        offsets.push(0u64);
         let (mut csr_cols, mut csr_vals) = (Vec::with_capacity(self.nnz), Vec::with_capacity(self.nnz));
         for i in 0..self.nrows {
             for k in 0..self.width {
@@ -143,9 +220,7 @@ impl<T: Scalar> DeviceEll<T> {
                 csr_cols.push(cols[slot]);
                 csr_vals.push(vals[slot]);
             }
-            let end = u32::try_from(csr_cols.len())
-                .map_err(|_| Error::InvalidArgument("downloaded ELL matrix exceeds the index limit".to_string()))?;
-            offsets.push(end);
+            offsets.push(csr_cols.len() as u64);
         }
         let csr = CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, csr_cols, csr_vals)?;
         Ok(EllMatrix::try_from_csr_with_limit(&csr, slots)?)

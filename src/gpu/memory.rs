@@ -163,6 +163,12 @@ impl<U: DeviceCopy> DeviceMemory<U> {
         Ok(DeviceMemory { ctx, ptr, len, pooled, _t: PhantomData })
     }
 
+    /// Uninitialized device memory for `len > 0` elements, to be filled before it is read
+    /// (piece by piece with [`copy_from_host_at`](Self::copy_from_host_at)).
+    pub(crate) fn uninit(ctx: &'static Context, len: usize, what: &str) -> Result<Self> {
+        Self::alloc(ctx, len, what)
+    }
+
     /// `len > 0` elements whose bytes are all zero (0.0 for floats, 0 for integers); the
     /// memset is queued on the context's stream, nothing waits.
     pub(crate) fn zeroed(ctx: &'static Context, len: usize, what: &str) -> Result<Self> {
@@ -192,18 +198,67 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// work queued before on the context's stream; complete when this returns.
     pub(crate) fn copy_from_host(&mut self, src: &[U], what: &str) -> Result<()> {
         super::vector::check_len("copy to the device: length of the source", self.len, src.len())?;
-        let bytes = bytes_of::<U>(self.len, what)?;
+        self.copy_from_host_at(0, src, what)
+    }
+
+    /// Overwrites elements `start..start + src.len()` with `src` (in bounds, checked), after
+    /// the work queued before on the context's stream; complete when this returns. Large
+    /// arrays are uploaded piece by piece with it, so that no second full copy is made on
+    /// the host.
+    pub(crate) fn copy_from_host_at(&mut self, start: usize, src: &[U], what: &str) -> Result<()> {
+        if start.checked_add(src.len()).map_or(true, |end| end > self.len) {
+            return Err(Error::InvalidArgument(format!(
+                "uploading {what}: elements {start}..{} are past the {} of the device array",
+                start.saturating_add(src.len()),
+                self.len
+            )));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let bytes = bytes_of::<U>(src.len(), what)?;
+        let offset = bytes_of::<U>(start, what)? as u64;
         {
             let _gate = gate_shared();
             self.ctx.make_current()?;
             // SAFETY: cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream): the
-            // destination holds `bytes` bytes (self.len elements), the source slice has the
-            // same length (checked) and stays borrowed until the stream is synchronized
-            // below, so the driver's read of it completes while it lives.
-            let rc = unsafe { cu::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr().cast(), bytes, stream_raw(self.ctx)) };
+            // destination range start..start + src.len() lies within the allocation
+            // (checked), the source slice has `bytes` bytes and stays borrowed until the
+            // stream is synchronized below, so the driver's read of it completes while it
+            // lives.
+            let rc = unsafe {
+                cu::cuMemcpyHtoDAsync_v2(self.ptr + offset, src.as_ptr().cast(), bytes, stream_raw(self.ctx))
+            };
             DriverError::check(rc).map_err(|e| Error::cuda(format!("uploading {what} ({bytes} bytes)"), e))?;
         }
         self.ctx.synchronize().map_err(|e| in_context(e, &format!("uploading {what}")))
+    }
+
+    /// `len > 0` elements `f(0), f(1), ...` made on the host a piece of at most `piece`
+    /// elements at a time and uploaded piece by piece (the host holds one piece, never the
+    /// whole array).
+    pub(crate) fn from_fn(
+        ctx: &'static Context,
+        len: usize,
+        piece: usize,
+        what: &str,
+        f: impl Fn(usize) -> U + Sync,
+    ) -> Result<Self>
+    where
+        U: Send,
+    {
+        use rayon::prelude::*;
+        let mut mem = Self::alloc(ctx, len, what)?;
+        let mut buf = Vec::with_capacity(piece.min(len));
+        let mut start = 0;
+        while start < len {
+            let end = (start + piece).min(len);
+            buf.clear();
+            (start..end).into_par_iter().map(&f).collect_into_vec(&mut buf);
+            mem.copy_from_host_at(start, &buf, what)?;
+            start = end;
+        }
+        Ok(mem)
     }
 
     /// Copies the memory into `dst` (`dst.len() == self.len()`, checked), after the work

@@ -87,17 +87,19 @@ pub(crate) mod kernels;
 pub(crate) mod memory;
 mod module;
 mod plan;
+mod positions;
 pub mod sell;
 pub(crate) mod stream;
 mod vector;
 
 pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV};
-pub use csr::DeviceCsr;
+pub use csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
 pub use ell::DeviceEll;
 #[doc(hidden)]
 pub use kernels::all_kernel_names;
-pub use kernels::{kernel_name, GpuKernel};
+pub use kernels::{kernel_name, kernel_name_64, GpuKernel};
 pub use module::ModuleId;
 pub use plan::{KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
+pub use positions::positions_need_64_bits;
 pub use stream::{Event, Stream};
 pub use vector::DeviceVector;

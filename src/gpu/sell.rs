@@ -39,7 +39,7 @@ pub struct SellMatrix<T> {
     /// Short rows, in sorted order: `perm.len()`.
     pub nsorted: usize,
     /// Slot offset of each slice; `nslices + 1` entries.
-    pub slice_ptr: Vec<u32>,
+    pub slice_ptr: Vec<u64>,
     /// The row at each sorted position.
     pub perm: Vec<u32>,
     /// Slot columns, [`ELL_PADDING`] in padding slots.
@@ -47,7 +47,7 @@ pub struct SellMatrix<T> {
     /// Slot values, 0 in padding slots.
     pub vals: Vec<T>,
     /// First entry of each chunk in `long_cols`/`long_vals`; `nchunks + 1` entries.
-    pub chunk_entry: Vec<u32>,
+    pub chunk_entry: Vec<u64>,
     /// Columns of the long rows, in row order.
     pub long_cols: Vec<u32>,
     /// Values of the long rows, in row order.
@@ -67,7 +67,7 @@ pub struct SellTooLarge {
 
 /// Slots SELL would store for rows of these lengths (padding included, long rows excluded),
 /// computed without building anything: what the plan compares with the entry count.
-pub fn slots_for(row_offsets: &[u32]) -> usize {
+pub fn slots_for(row_offsets: &[u64]) -> usize {
     let nrows = row_offsets.len().saturating_sub(1);
     (0..nrows.div_ceil(SIGMA))
         .into_par_iter()
@@ -80,7 +80,7 @@ pub fn slots_for(row_offsets: &[u32]) -> usize {
 }
 
 /// Lengths of the short rows of `lo..hi`.
-fn short_lengths(off: &[u32], lo: usize, hi: usize) -> Vec<usize> {
+fn short_lengths(off: &[u64], lo: usize, hi: usize) -> Vec<usize> {
     (lo..hi).map(|r| (off[r + 1] - off[r]) as usize).filter(|&l| l <= LONG_ROW).collect()
 }
 
@@ -98,7 +98,7 @@ impl<T: Scalar> SellMatrix<T> {
     /// let a = CsrMatrix::try_from_parts(3, 4, vec![0, 1, 4, 6], vec![0, 0, 2, 3, 1, 2], vec![1.0f64; 6])?;
     /// let s = SellMatrix::from_csr(&a, usize::MAX).unwrap();
     /// assert_eq!(s.perm, vec![1, 2, 0]);
-    /// assert_eq!(s.slice_ptr, vec![0, 3 * SLICE as u32]);
+    /// assert_eq!(s.slice_ptr, vec![0, 3 * SLICE as u64]);
     /// assert_eq!(&s.cols[..3], &[0, 1, 0]); // first slot of rows 1, 2, 0
     /// # Ok::<(), spgpu::FormatError>(())
     /// ```
@@ -121,16 +121,16 @@ impl<T: Scalar> SellMatrix<T> {
         let nsorted = perm.len();
         let nslices = nsorted.div_ceil(SLICE);
         let mut slice_ptr = Vec::with_capacity(nslices + 1);
-        slice_ptr.push(0u32);
+        slice_ptr.push(0u64);
         let mut slots = 0usize;
         for s in 0..nslices {
             let width =
                 perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().map(|&r| len(r as usize)).max().unwrap_or(0);
             slots += width * SLICE;
-            if slots > max_slots || slots > u32::MAX as usize / 2 {
-                return Err(SellTooLarge { slots, limit: max_slots.min(u32::MAX as usize / 2) });
+            if slots > max_slots {
+                return Err(SellTooLarge { slots, limit: max_slots });
             }
-            slice_ptr.push(slots as u32);
+            slice_ptr.push(slots as u64);
         }
         let mut cols = vec![ELL_PADDING; slots];
         let mut vals = vec![T::ZERO; slots];
@@ -165,13 +165,13 @@ impl<T: Scalar> SellMatrix<T> {
             let first = chunk_entry.len() as u32;
             let chunks = (hi - lo).div_ceil(CHUNK);
             for k in 0..chunks {
-                chunk_entry.push((long_cols.len() + k * CHUNK) as u32);
+                chunk_entry.push((long_cols.len() + k * CHUNK) as u64);
             }
             long_rows.push([r as u32, first, chunks as u32]);
             long_cols.extend_from_slice(&acols[lo..hi]);
             long_vals.extend_from_slice(&avals[lo..hi]);
         }
-        chunk_entry.push(long_cols.len() as u32);
+        chunk_entry.push(long_cols.len() as u64);
         Ok(SellMatrix { nrows, nsorted, slice_ptr, perm, cols, vals, chunk_entry, long_cols, long_vals, long_rows })
     }
 
@@ -185,13 +185,20 @@ impl<T: Scalar> SellMatrix<T> {
         self.chunk_entry.len() - 1
     }
 
+    /// Whether the slot positions (`slice_ptr`, `chunk_entry`) need 64 bits on the device:
+    /// when either slot array holds more than [`INDEX_LIMIT`](crate::INDEX_LIMIT) slots.
+    pub fn wide(&self) -> bool {
+        self.cols.len().max(self.long_cols.len()) > crate::INDEX_LIMIT
+    }
+
     /// Device bytes of every array, the chunk-sum scratch included.
     pub fn device_bytes(&self) -> usize {
         let t = std::mem::size_of::<T>();
-        self.slice_ptr.len() * 4
+        let position = if self.wide() { 8 } else { 4 };
+        self.slice_ptr.len() * position
             + self.perm.len() * 4
             + self.cols.len() * (4 + t)
-            + self.chunk_entry.len() * 4
+            + self.chunk_entry.len() * position
             + self.long_cols.len() * (4 + t)
             + self.long_rows.len() * 12
             + self.nchunks() * 8
@@ -219,12 +226,12 @@ impl<T: Scalar> SellMatrix<T> {
             rows[r as usize] = (self.long_cols[lo..hi].to_vec(), self.long_vals[lo..hi].to_vec());
         }
         let mut offsets = Vec::with_capacity(self.nrows + 1);
-        offsets.push(0u32);
+        offsets.push(0u64);
         let (mut cols, mut vals) = (Vec::new(), Vec::new());
         for (c, v) in rows {
             cols.extend(c);
             vals.extend(v);
-            offsets.push(cols.len() as u32);
+            offsets.push(cols.len() as u64);
         }
         CsrMatrix::try_from_parts(self.nrows, ncols, offsets, cols, vals).expect("SELL holds a valid CSR matrix")
     }
@@ -236,7 +243,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn csr(lengths: &[usize], ncols: usize) -> CsrMatrix<f64> {
-        let mut off = vec![0u32];
+        let mut off = vec![0u64];
         let (mut cols, mut vals) = (Vec::new(), Vec::new());
         for (i, &l) in lengths.iter().enumerate() {
             for k in 0..l.min(ncols) {
@@ -253,7 +260,7 @@ mod tests {
             vals.truncate(lo);
             cols.extend(pairs.iter().map(|p| p.0));
             vals.extend(pairs.iter().map(|p| p.1));
-            off.push(cols.len() as u32);
+            off.push(cols.len() as u64);
         }
         CsrMatrix::try_from_parts(lengths.len(), ncols, off, cols, vals).unwrap()
     }

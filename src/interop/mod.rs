@@ -18,7 +18,7 @@
 //!
 //! | other type | into spgpu | out of spgpu |
 //! |---|---|---|
-//! | `sprs::CsMatI<T, u32>`, CSR storage | [`CsrMatrix`](crate::CsrMatrix): moves all three arrays | moves all three arrays |
+//! | `sprs::CsMatI<T, u32>`, CSR storage | [`CsrMatrix`](crate::CsrMatrix): moves columns and values, widens the offsets to `u64` | `TryFrom`: moves columns and values, narrows the offsets (refused past `u32::MAX` entries) |
 //! | `sprs::CsMatI<T, u32>`, CSC storage | [`CsrMatrix`](crate::CsrMatrix): moves, then transposes (a new matrix) | (out of spgpu: CSR storage) |
 //! | `&sprs::CsMatI<T, u32>`, `&sprs::CsMat<T>`, and views (`CsMatViewI<T, u32>`, `CsMatView<T>`, for example from `slice_outer`) | [`CsrMatrix`](crate::CsrMatrix): copies (CSC: transposes) | — |
 //! | `sprs::CsMat<T>` (`usize`), CSR or CSC | [`CsrMatrix`](crate::CsrMatrix): copies indices, moves values (CSC: transposes) | copies indices, moves values |
@@ -37,8 +37,8 @@
 //! # #[cfg(all(feature = "sprs", feature = "nalgebra"))] {
 //! use spgpu::CsrMatrix;
 //! let a: CsrMatrix<f64> = spgpu::gen::laplacian_2d(3);
-//! // Out to sprs without a copy, and back.
-//! let s: sprs::CsMatI<f64, u32> = a.clone().into();
+//! // Out to sprs (moving the entries; the offsets narrow to u32), and back.
+//! let s = sprs::CsMatI::<f64, u32>::try_from(a.clone())?;
 //! assert_eq!(s.nnz(), a.nnz());
 //! let b = CsrMatrix::try_from(s)?;
 //! assert_eq!(a, b);

@@ -5,8 +5,8 @@
 use crate::{CooMatrix, CsrMatrix, FormatError, Scalar};
 use ::nalgebra_sparse as na;
 
-fn widen(v: Vec<u32>) -> Vec<usize> {
-    v.into_iter().map(|i| i as usize).collect()
+fn widen<I: Into<u64>>(v: Vec<I>) -> Vec<usize> {
+    v.into_iter().map(|i| i.into() as usize).collect()
 }
 
 impl<T: Scalar> TryFrom<na::CsrMatrix<T>> for CsrMatrix<T> {

@@ -1,4 +1,4 @@
-//! Conversions to and from [`sprs`](::sprs): `CsMatI<T, u32>` (zero-copy), `CsMat<T>`,
+//! Conversions to and from [`sprs`](::sprs): `CsMatI<T, u32>` (entries moved, offsets converted), `CsMat<T>`,
 //! borrowed matrices and views of both (copied), `TriMatI<T, u32>` and `TriMat<T>`.
 
 use crate::format::IndexValue;
@@ -47,6 +47,7 @@ impl<T: Scalar> TryFrom<CsMatI<T, u32>> for CsrMatrix<T> {
         let (nrows, ncols) = csr_shape(storage, m.rows(), m.cols());
         let (mut offsets, indices, values) = m.into_raw_storage();
         rebase(&mut offsets);
+        let offsets = offsets.into_iter().map(u64::from).collect();
         let a = CsrMatrix::try_from_parts(nrows, ncols, offsets, indices, values).map_err(|e| {
             if storage == CompressedStorage::CSC {
                 super::csc_error(e)
@@ -169,16 +170,29 @@ impl<T: Scalar> TryFrom<&CsMat<T>> for CsrMatrix<T> {
     }
 }
 
-impl<T: Scalar> From<CsrMatrix<T>> for CsMatI<T, u32> {
-    /// Moves the three arrays into an sprs CSR matrix with `u32` indices and offsets; nothing
-    /// is copied or re-checked.
-    fn from(a: CsrMatrix<T>) -> Self {
+impl<T: Scalar> TryFrom<CsrMatrix<T>> for CsMatI<T, u32> {
+    type Error = FormatError;
+
+    /// Moves the column indices and values into an sprs CSR matrix with `u32` indices and
+    /// offsets; the offsets are narrowed (a copy of `nrows + 1` integers); nothing is
+    /// re-checked.
+    ///
+    /// # Errors
+    ///
+    /// [`FormatError::OffsetsOverflow`] when the matrix has more than `u32::MAX` stored
+    /// entries (use `CsMat<T>`, whose offsets are `usize`).
+    fn try_from(a: CsrMatrix<T>) -> Result<Self, FormatError> {
+        let limit = u32::MAX as usize;
+        if a.nnz() > limit {
+            return Err(FormatError::OffsetsOverflow { target: "sprs::CsMatI<T, u32>", nnz: a.nnz(), limit });
+        }
         let (nrows, ncols, offsets, indices, values) = a.into_parts();
+        let offsets = offsets.into_iter().map(|o| o as u32).collect();
         // SAFETY: sprs' structure checks (indptr of length nrows + 1, non-decreasing, ending
         // at nnz; indices strictly increasing within each row and below ncols; dimensions
         // representable in the index types) are all invariants of a CsrMatrix, whose
-        // dimensions and nnz are at most i32::MAX and so fit u32.
-        unsafe { CsMatI::new_unchecked(CompressedStorage::CSR, (nrows, ncols), offsets, indices, values) }
+        // dimensions are at most i32::MAX, and nnz <= u32::MAX was checked above.
+        Ok(unsafe { CsMatI::new_unchecked(CompressedStorage::CSR, (nrows, ncols), offsets, indices, values) })
     }
 }
 
@@ -187,9 +201,11 @@ impl<T: Scalar> From<CsrMatrix<T>> for CsMat<T> {
     /// (a copy), the values move.
     fn from(a: CsrMatrix<T>) -> Self {
         let (nrows, ncols, offsets, indices, values) = a.into_parts();
-        let widen = |v: Vec<u32>| v.into_iter().map(|i| i as usize).collect::<Vec<usize>>();
-        // SAFETY: as for `CsMatI<T, u32>` above; widening u32 to usize keeps every value.
-        unsafe { CsMat::new_unchecked(CompressedStorage::CSR, (nrows, ncols), widen(offsets), widen(indices), values) }
+        let offsets = offsets.into_iter().map(|o| o as usize).collect();
+        let indices = indices.into_iter().map(|i| i as usize).collect();
+        // SAFETY: as for `CsMatI<T, u32>` above; widening to usize keeps every value (and
+        // usize is 64-bit on every platform spgpu builds for).
+        unsafe { CsMat::new_unchecked(CompressedStorage::CSR, (nrows, ncols), offsets, indices, values) }
     }
 }
 

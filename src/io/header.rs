@@ -255,10 +255,13 @@ pub(crate) fn parse_size_line(b: Banner, line: &[u8], line_no: usize) -> Result<
                 ))
             }
         };
-        if v > INDEX_LIMIT as u64 {
+        // Dimensions index with 32 bits; the entry count is bounded by memory only (checked
+        // when the arrays are allocated).
+        if wanted[count] != "entries" && v > INDEX_LIMIT as u64 {
             return Err(err(K::TooLarge, format!("{} {v} exceeds the limit {INDEX_LIMIT}", wanted[count])));
         }
-        values[count] = v as usize;
+        let v = usize::try_from(v).map_err(|_| err(K::TooLarge, format!("{} {v} overflows", wanted[count])))?;
+        values[count] = v;
         count += 1;
     }
     if count < wanted.len() {
@@ -281,7 +284,7 @@ pub(crate) fn parse_size_line(b: Banner, line: &[u8], line_no: usize) -> Result<
         MmSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
     };
     // A coordinate file may repeat a position (duplicates are summed), so its count is not
-    // bounded by `cells`; the count itself is bounded by the index limit above.
+    // bounded by `cells`; the count itself is bounded by memory.
     let entries = match declared {
         Some(e) => e,
         None => usize::try_from(cells).map_err(|_| err(K::TooLarge, format!("{nrows} x {ncols} values overflow")))?,

@@ -30,7 +30,7 @@ static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 /// let text = "%%MatrixMarket matrix coordinate real general\n2147483647 1 0\n";
 /// set_memory_limit(Some(1 << 30));
 /// let r = read_csr_from_str::<f64>(text);
-/// assert!(matches!(r, Err(spgpu::Error::InsufficientMemory { needed: 8589934592, .. })));
+/// assert!(matches!(r, Err(spgpu::Error::InsufficientMemory { needed: 17179869184, .. })));
 /// set_memory_limit(None);
 /// assert_eq!(memory_limit(), None);
 /// ```

@@ -27,7 +27,7 @@ use super::header::{
 };
 use super::memory;
 use super::number::{parse_f32, parse_f64, parse_i64, parse_u64, NumError};
-use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar, INDEX_LIMIT};
+use crate::{CooMatrix, CsrMatrix, Error, Result, Scalar};
 
 /// The largest chunk parsed at once (8 MiB; a second buffer of the same size is read while
 /// it is parsed); also the longest line accepted.
@@ -739,25 +739,16 @@ impl<T: Scalar> Parsed<T> {
         let nrows = self.header.nrows;
         let symmetry = self.header.symmetry;
         let size_line = self.header.size_line;
-        let Parsed { header, size_text, rows, cols, vals } = self.into_triplets()?;
+        let Parsed { header, rows, cols, vals, .. } = self.into_triplets()?;
         let mirrored = symmetry.is_mirrored();
         let total =
             if mirrored { vals.len() + rows.iter().zip(&cols).filter(|(r, c)| r != c).count() } else { vals.len() };
-        if total > INDEX_LIMIT {
-            return Err(MatrixMarketError::new(
-                K::TooLarge,
-                size_line,
-                format!("{total} entries once symmetry is expanded exceed the limit {INDEX_LIMIT}"),
-                &size_text,
-            )
-            .into());
-        }
         // The offsets are as many as the rows on the size line, whatever the entries: check
         // that they fit before allocating.
         let shape = format!("a {nrows} x {} matrix (size line {size_line})", header.ncols);
-        // SAFETY (all four `zeroed` calls): all-zero bytes are the u32 0, and the f32 or f64
-        // +0.0 (`Scalar` is sealed: it is implemented for f32 and f64 only).
-        let mut offsets: Vec<u32> = unsafe { memory::zeroed(nrows + 1, || format!("the row offsets of {shape}")) }?;
+        // SAFETY (all four `zeroed` calls): all-zero bytes are the u32 and u64 0, and the f32 or
+        // f64 +0.0 (`Scalar` is sealed: it is implemented for f32 and f64 only).
+        let mut offsets: Vec<u64> = unsafe { memory::zeroed(nrows + 1, || format!("the row offsets of {shape}")) }?;
         let (cols, vals) = if !mirrored && rows.par_windows(2).all(|w| w[0] <= w[1]) {
             // Rows already in order (as most writers emit them): the triplets are CSR, and
             // `offsets[i]` is the number of entries in rows before `i`. With no entries the
@@ -772,7 +763,7 @@ impl<T: Scalar> Parsed<T> {
                         while k < rows.len() && (rows[k] as usize) < first + i {
                             k += 1;
                         }
-                        *o = k as u32;
+                        *o = k as u64;
                     }
                 });
             }
@@ -786,7 +777,7 @@ impl<T: Scalar> Parsed<T> {
                 }
             }
             prefix_sum(&mut offsets);
-            let mut next: Vec<u32> = unsafe { memory::zeroed(nrows, || format!("the row cursors of {shape}")) }?;
+            let mut next: Vec<u64> = unsafe { memory::zeroed(nrows, || format!("the row cursors of {shape}")) }?;
             next.copy_from_slice(&offsets[..nrows]);
             let what = |part: &'static str| move || format!("the {part} of {}", entries(total));
             let mut new_cols: Vec<u32> = unsafe { memory::zeroed(total, what("column indices")) }?;
@@ -827,27 +818,18 @@ impl<T: Scalar> Parsed<T> {
         );
         // SAFETY: `offsets` come from a counting sort of row indices checked against `nrows`
         // and is non-decreasing; every column index was checked against `ncols` when parsed;
-        // `finish_rows` sorted the columns of every row and summed duplicates; `total` (an
-        // upper bound of nnz) and the dimensions are within INDEX_LIMIT.
+        // `finish_rows` sorted the columns of every row and summed duplicates; the dimensions
+        // are within INDEX_LIMIT (checked on the size line).
         Ok(unsafe { CsrMatrix::from_parts_unchecked(nrows, header.ncols, offsets, cols, vals) })
     }
 
     /// Assembles COO: symmetry expanded, duplicates kept, entries in file order (mirrors
     /// after all stored entries).
     pub(crate) fn into_coo(self) -> Result<CooMatrix<T>> {
-        let Parsed { header, size_text, mut rows, mut cols, mut vals } = self.into_triplets()?;
+        let Parsed { header, mut rows, mut cols, mut vals, .. } = self.into_triplets()?;
         if header.symmetry.is_mirrored() {
             let n = vals.len();
             let extra = (0..n).filter(|&k| rows[k] != cols[k]).count();
-            if n + extra > INDEX_LIMIT {
-                return Err(MatrixMarketError::new(
-                    K::TooLarge,
-                    header.size_line,
-                    format!("{} entries once symmetry is expanded exceed the limit {INDEX_LIMIT}", n + extra),
-                    &size_text,
-                )
-                .into());
-            }
             let what = |part: &'static str| move || format!("the {part} of {} mirrored", entries(extra));
             memory::reserve_exact(&mut rows, extra, what("row indices"))?;
             memory::reserve_exact(&mut cols, extra, what("column indices"))?;
@@ -888,7 +870,7 @@ impl<T: Scalar> Parsed<T> {
     }
 }
 
-fn prefix_sum(offsets: &mut [u32]) {
+fn prefix_sum(offsets: &mut [u64]) {
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
@@ -896,7 +878,7 @@ fn prefix_sum(offsets: &mut [u32]) {
 
 /// Sorts the columns within every row (stable: duplicates stay in file order) and sums
 /// duplicates, rewriting `offsets`. Rows are sorted in parallel.
-fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec<T>) -> (Vec<u32>, Vec<T>) {
+fn finish_rows<T: Scalar>(offsets: &mut [u64], mut cols: Vec<u32>, mut vals: Vec<T>) -> (Vec<u32>, Vec<T>) {
     let nrows = offsets.len() - 1;
     let nnz = cols.len();
     if nnz == 0 {
@@ -912,7 +894,7 @@ fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec
             let end_row = if b == nblocks {
                 nrows
             } else {
-                let target = (nnz as u64 * b as u64 / nblocks as u64) as u32;
+                let target = (nnz as u128 * b as u128 / nblocks as u128) as u64;
                 offsets.partition_point(|&o| o < target).clamp(row, nrows)
             };
             let len = (offsets[end_row] - offsets[row]) as usize;
@@ -945,7 +927,7 @@ fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec
             vals[w] = v;
             w += 1;
         }
-        offsets[i + 1] = w as u32;
+        offsets[i + 1] = w as u64;
         start = end;
     }
     cols.truncate(w);
@@ -956,7 +938,7 @@ fn finish_rows<T: Scalar>(offsets: &mut [u32], mut cols: Vec<u32>, mut vals: Vec
 }
 
 /// Sorts the rows of one block; returns whether any row holds a duplicate column.
-fn sort_block<T: Scalar>(offs: &[u32], cols: &mut [u32], vals: &mut [T]) -> bool {
+fn sort_block<T: Scalar>(offs: &[u64], cols: &mut [u32], vals: &mut [T]) -> bool {
     let base = offs[0];
     let mut scratch: Vec<(u32, T)> = Vec::new();
     let mut duplicates = false;

@@ -285,15 +285,22 @@ impl<T: Scalar> Backend<T> for Device {
         q: &mut DeviceVector<T>,
     ) -> Result<bool> {
         match matrix {
-            Some(DeviceMatrix::Csr(a)) if a.plan().kernel() == SpmvKernel::Scalar => {
-                let m = [a.row_offsets_ptr().as_raw(), a.col_indices_ptr().as_raw(), a.values_ptr().as_raw()];
-                s.uses(&[m[0], m[1], m[2], addr(p), addr(q)]);
+            // the fused kernels have 32-bit offsets and slots; 64-bit matrices take the
+            // plan's kernel and the separate reduction below
+            Some(DeviceMatrix::Csr(a)) if a.plan().kernel() == SpmvKernel::Scalar && !a.offsets_are_64_bit() => {
+                let m = a.csr_ptrs().expect("the scalar kernel runs on CSR storage");
+                s.uses(&[m.row_offsets, m.col_indices.as_raw(), m.values.as_raw(), addr(p), addr(q)]);
                 blas::spmv_csr_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
                 Ok(true)
             }
             Some(DeviceMatrix::Ell(a)) => {
                 s.uses(&[a.col_indices_ptr().as_raw(), a.values_ptr().as_raw(), addr(p), addr(q)]);
-                blas::spmv_ell_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
+                if a.is_wide() {
+                    crate::gpu::kernels::spmv::ell_on(self.ctx, self.stream(s), a, T::ONE, p, T::ZERO, q)?;
+                    blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)?;
+                } else {
+                    blas::spmv_ell_alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, a, p, q)?;
+                }
                 Ok(true)
             }
             Some(DeviceMatrix::Csr(a)) => {

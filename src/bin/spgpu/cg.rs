@@ -159,7 +159,7 @@ fn leading_block<T: Scalar>(a: &CsrMatrix<T>, n: usize) -> Result<CsrMatrix<T>, 
     if n > a.nrows() || n > a.ncols() {
         return Err(format!("--leading {n}: the matrix is only {} x {}", a.nrows(), a.ncols()));
     }
-    let (mut offsets, mut cols, mut vals) = (vec![0u32], Vec::new(), Vec::new());
+    let (mut offsets, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     for i in 0..n {
         let (c, v) = a.row(i);
         for (&c, &v) in c.iter().zip(v) {
@@ -168,44 +168,26 @@ fn leading_block<T: Scalar>(a: &CsrMatrix<T>, n: usize) -> Result<CsrMatrix<T>, 
                 vals.push(v);
             }
         }
-        offsets.push(u32::try_from(cols.len()).map_err(|_| "too many entries".to_string())?);
+        offsets.push(cols.len() as u64);
     }
     CsrMatrix::try_from_parts(n, n, offsets, cols, vals).map_err(|e| e.to_string())
 }
 
-/// The first entry where `a` differs from its transpose beyond rounding, as
-/// `(row, col, a_ij, a_ji)`.
+/// The first stored entry (in row order) whose mirror differs beyond rounding, as
+/// `(row, col, a_ij, a_ji)` (`a_ji` is 0 when the mirror is not stored; a mirror stored
+/// without its entry is found from its own row). Rows are checked in parallel with a binary
+/// search for each mirror: no transpose is made, so a matrix of billions of entries costs no
+/// second copy.
 fn asymmetry<T: Scalar>(a: &CsrMatrix<T>) -> Option<(usize, usize, f64, f64)> {
-    let t = a.transpose();
+    use rayon::prelude::*;
     let tol = if T::BYTES == 4 { 1e-5 } else { 1e-10 };
-    for i in 0..a.nrows() {
-        let (ac, av) = a.row(i);
-        let (tc, tv) = t.row(i);
-        let (mut p, mut q) = (0, 0);
-        while p < ac.len() || q < tc.len() {
-            let ca = ac.get(p).copied().unwrap_or(u32::MAX);
-            let ct = tc.get(q).copied().unwrap_or(u32::MAX);
-            let (col, x, y) = match ca.cmp(&ct) {
-                std::cmp::Ordering::Equal => {
-                    p += 1;
-                    q += 1;
-                    (ca, av[p - 1].to_f64(), tv[q - 1].to_f64())
-                }
-                std::cmp::Ordering::Less => {
-                    p += 1;
-                    (ca, av[p - 1].to_f64(), 0.0)
-                }
-                std::cmp::Ordering::Greater => {
-                    q += 1;
-                    (ct, 0.0, tv[q - 1].to_f64())
-                }
-            };
-            if (x - y).abs() > tol * x.abs().max(y.abs()) {
-                return Some((i, col as usize, x, y));
-            }
-        }
-    }
-    None
+    (0..a.nrows()).into_par_iter().find_map_first(|i| {
+        let (cols, vals) = a.row(i);
+        cols.iter().zip(vals).find_map(|(&c, &v)| {
+            let (x, y) = (v.to_f64(), a.get(c as usize, i).map_or(0.0, |w| w.to_f64()));
+            ((x - y).abs() > tol * x.abs().max(y.abs())).then_some((i, c as usize, x, y))
+        })
+    })
 }
 
 /// Checks that a vector has `n` finite entries.

@@ -308,7 +308,11 @@ pub(crate) fn spmv_csr_alpha<T: Scalar>(
     let grid = cg_grid(a.nrows());
     ctx.make_current()?;
     let f = k.get(CgKernel::SpmvCsrAlpha);
-    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
+    let m = match a.csr_ptrs() {
+        Some(m) if !m.offsets_64_bit => m,
+        _ => return Err(Error::InvalidArgument("cg spmv: the fused kernel needs CSR with 32-bit offsets".into())),
+    };
+    let (offsets, cols, vals) = (m.row_offsets, m.col_indices, m.values);
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
     // SAFETY: cg_spmv_csr_alpha_<T>(unsigned nrows, const unsigned* offsets, const unsigned*

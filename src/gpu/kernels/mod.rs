@@ -24,17 +24,23 @@ pub enum GpuKernel {
     /// The second step of the balanced kernel: adds the chunk sums of each long row and writes
     /// `y` (module [`ModuleId::Spmv`]).
     BalancedFixup,
+    /// `out[i] = in[i]` from `u32` to `u64` (module [`ModuleId::Spmv`], one kernel for both
+    /// element types, named `widen_u32_u64`): 64-bit column indices for other libraries.
+    WidenIndices,
 }
 
 impl GpuKernel {
     /// The module that holds the kernel.
     pub fn module(self) -> ModuleId {
         match self {
-            GpuKernel::Spmv(_) | GpuKernel::FillVector | GpuKernel::BalancedFixup => ModuleId::Spmv,
+            GpuKernel::Spmv(_) | GpuKernel::FillVector | GpuKernel::BalancedFixup | GpuKernel::WidenIndices => {
+                ModuleId::Spmv
+            }
         }
     }
 
-    /// Every kernel the Rust side can launch (each exists for f32 and f64).
+    /// Every kernel the Rust side can launch (each exists for f32 and f64, but
+    /// [`WidenIndices`](GpuKernel::WidenIndices), which is one).
     pub fn all() -> Vec<GpuKernel> {
         let mut all = vec![
             GpuKernel::Spmv(SpmvKernel::Scalar),
@@ -43,6 +49,7 @@ impl GpuKernel {
             GpuKernel::Spmv(SpmvKernel::Sell),
             GpuKernel::BalancedFixup,
             GpuKernel::FillVector,
+            GpuKernel::WidenIndices,
         ];
         all.extend(
             super::plan::VECTOR_THREADS_PER_ROW
@@ -77,6 +84,28 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::Spmv(SpmvKernel::Sell) => format!("spmv_sell_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::BalancedFixup => format!("spmv_csr_balanced_fixup_{scalar}"),
+        GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
+    }
+}
+
+/// The name of an SpMV kernel's variant for 64-bit positions ([`kernel_name`] followed by
+/// `_i64`), run when a matrix has more than [`INDEX_LIMIT`](crate::INDEX_LIMIT) entries; the
+/// 32-bit variant ([`kernel_name`]) otherwise. Other kernels have no such variant.
+///
+/// ```
+/// use spgpu::gpu::{kernel_name_64, GpuKernel, SpmvKernel};
+/// assert_eq!(kernel_name_64(SpmvKernel::Balanced, "f32"), "spmv_csr_balanced_f32_i64");
+/// ```
+pub fn kernel_name_64(kernel: SpmvKernel, scalar: &str) -> String {
+    kernel_name(GpuKernel::Spmv(kernel), scalar) + "_i64"
+}
+
+/// [`kernel_name`] of an SpMV kernel, or [`kernel_name_64`] when `wide`.
+pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> String {
+    if wide {
+        kernel_name_64(kernel, scalar)
+    } else {
+        kernel_name(GpuKernel::Spmv(kernel), scalar)
     }
 }
 
@@ -85,8 +114,15 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
 pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
     let mut names = Vec::new();
     for kernel in GpuKernel::all() {
+        if kernel == GpuKernel::WidenIndices {
+            names.push((kernel.module(), kernel_name(kernel, "")));
+            continue;
+        }
         for scalar in ["f32", "f64"] {
             names.push((kernel.module(), kernel_name(kernel, scalar)));
+            if let GpuKernel::Spmv(k) = kernel {
+                names.push((kernel.module(), kernel_name_64(k, scalar)));
+            }
         }
     }
     names.extend(blas::all_kernel_names());
@@ -113,7 +149,10 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        assert_eq!(names.len(), 2 * (6 + 5) + 2 * 11); // SpMV kernels, then the CG kernels of blas.rs
+        // SpMV kernels (4 + 5 vector, each in two widths), fix-up and fill, widen, then the CG
+        // kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 2) + 1 + 2 * 11);
+        assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

@@ -2,13 +2,19 @@
 
 use cust::launch;
 
-use super::{blocks, index, kernel_name, GpuKernel, BLOCK};
+use super::{blocks, index, kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::memory::DeviceMemory;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
+use crate::gpu::positions::shifted;
 use crate::gpu::vector::{check_len, ptr_of};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel, Stream};
 use crate::{Error, Result, Scalar};
+
+/// The CSR arrays a kernel is handed: `(64-bit offsets, offsets, columns, values)`.
+fn csr_arrays<T: Scalar>(a: &DeviceCsr<T>) -> Result<(bool, u64, u64, u64)> {
+    a.kernel_arrays().ok_or_else(|| Error::InvalidArgument("the matrix is not stored as CSR on the device".into()))
+}
 
 /// Checks `x.len() == ncols` and `y.len() == nrows`.
 fn check_dims<T: Scalar>(nrows: usize, ncols: usize, x: &DeviceVector<T>, y: &DeviceVector<T>) -> Result<()> {
@@ -32,18 +38,20 @@ pub(crate) fn csr_scalar<T: Scalar>(
     }
     let nrows = index("rows", a.nrows())?;
     let grid = blocks(a.nrows(), BLOCK)?;
-    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Scalar), T::NAME);
+    let (wide, offsets, cols, vals) = csr_arrays(a)?;
+    let name = spmv_kernel_name(SpmvKernel::Scalar, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_csr_scalar_<T>(unsigned nrows, const unsigned* row_offsets,
-    // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y).
-    // The arguments match it in order and type (u32, three device pointers of a validated
-    // DeviceCsr<T>, x's pointer, T, T, y's pointer). x.len() == ncols and y.len() == nrows
-    // were checked above; the CSR invariants bound every offset by nnz and every column by
-    // ncols, and threads with row >= nrows return at once. y is borrowed mutably, so nothing
-    // else writes it; x cannot alias it.
+    // SAFETY: spmv_csr_scalar_<T>[_i64](unsigned nrows, const O* row_offsets,
+    // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y), O
+    // 64-bit exactly when the name ends in _i64 (wide, as the offsets are). The arguments
+    // match it in order and size (u32, three device addresses of a validated DeviceCsr<T>,
+    // x's pointer, T, T, y's pointer). x.len() == ncols and y.len() == nrows were checked
+    // above; the CSR invariants bound every offset by nnz and every column by ncols (with
+    // the test-only entry base, offsets and entry addresses are shifted by the same count),
+    // and threads with row >= nrows return at once. y is borrowed mutably, so nothing else
+    // writes it; x cannot alias it.
     unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, offsets, cols, vals, xp, alpha, beta, yp)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
@@ -73,12 +81,13 @@ pub(crate) fn csr_vector<T: Scalar>(
     }
     let nrows = index("rows", a.nrows())?;
     let grid = blocks(a.nrows(), BLOCK / threads_per_row)?;
-    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }), T::NAME);
+    let (wide, offsets, cols, vals) = csr_arrays(a)?;
+    let name = spmv_kernel_name(SpmvKernel::Vector { threads_per_row }, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_csr_vector_tpr<N>_<T>(unsigned nrows, const unsigned* row_offsets,
+    // SAFETY: spmv_csr_vector_tpr<N>_<T>[_i64](unsigned nrows, const O* row_offsets (O as for
+    // the scalar kernel),
     // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y),
     // launched with BLOCK threads per block as the kernel assumes (SPGPU_BLOCK / N rows per
     // block). Arguments match in order and type; lengths were checked above (x: ncols,
@@ -117,21 +126,21 @@ pub(crate) fn ell_on<T: Scalar>(
     }
     let nrows = index("rows", a.nrows())?;
     let width = index("ELL width", a.width())?;
-    // The kernel walks slots up to width * nrows and one row stride past them: all of it
-    // must fit 32 bits (EllMatrix guarantees width * nrows <= i32::MAX).
-    index("ELL slots", (a.width() + 1).saturating_mul(a.nrows()))?;
+    // The kernel walks slots up to width * nrows and one row stride past them: with 32-bit
+    // slots all of it must fit 32 bits, else the 64-bit variant runs.
+    let wide = a.is_wide();
     let grid = blocks(a.nrows(), BLOCK)?;
-    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), T::NAME);
+    let name = spmv_kernel_name(SpmvKernel::Ell, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_ell_<T>(unsigned nrows, unsigned width, const unsigned* col_indices,
+    // SAFETY: spmv_ell_<T>[_i64](unsigned nrows, unsigned width, const unsigned* col_indices,
     // const T* values, const T* x, T alpha, T beta, T* y). Arguments match in order and type;
     // the arrays hold width * nrows slots (a validated EllMatrix), every non-padding column is
     // below ncols == x.len(), y.len() == nrows was checked above, the slot arithmetic fits
-    // 32 bits (checked above), and threads with row >= nrows return at once. y is borrowed
-    // mutably and cannot alias x.
+    // the variant's slot type (64-bit when (width + 1) * nrows does not fit 32 bits), and
+    // threads with row >= nrows return at once. y is borrowed mutably and cannot alias x.
     unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(nrows, width, cols, vals, xp, alpha, beta, yp)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
@@ -154,22 +163,26 @@ pub(crate) fn csr_balanced<T: Scalar>(
         return Ok(());
     }
     let grid = index("balanced row blocks", blocks.nblocks)?;
-    // The kernel flags long rows in bit 31 of a row index and sums entries in 32 bits.
+    // The kernel flags long rows in bit 31 of a row index.
     index("rows", a.nrows().saturating_mul(2))?;
-    index("entries", a.nnz())?;
-    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Balanced), T::NAME);
+    let (wide, offsets, cols, vals) = csr_arrays(a)?;
+    if blocks.block_entry.is_wide() != wide {
+        return Err(Error::InvalidArgument("balanced row blocks and row offsets differ in width".into()));
+    }
+    let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let (offsets, cols, vals) = (a.row_offsets_ptr(), a.col_indices_ptr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.as_device_ptr());
+    let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.addr());
     let partials = ptr_of(blocks.partials.as_ref());
-    // SAFETY: spmv_csr_balanced_<T>(const unsigned* row_offsets, const unsigned* col_indices,
+    // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned* col_indices,
     // const T* values, const T* x, T alpha, T beta, T* y, const unsigned* block_row,
-    // const unsigned* block_entry, double* partials), launched with one block of BLOCK threads
+    // const O* block_entry, double* partials), O 64-bit exactly for _i64 (wide: the offsets
+    // and block starts, checked to agree above), launched with one block of BLOCK threads
     // per row block as it assumes. The arrays are those of a validated DeviceCsr<T> stored as
     // CSR (the plan runs this kernel only then) and its RowBlocks, made from the same row
-    // offsets: every block's entries lie in 0..nnz and its rows in 0..nrows, every column is
+    // offsets (shifted by the same test-only base as the entry addresses): every block's
+    // entries lie in 0..nnz and its rows in 0..nrows, every column is
     // below ncols == x.len(), y.len() == nrows (checked above). partials has one slot per
     // block whenever a chunk block exists (the only blocks that write it). y is borrowed
     // mutably and cannot alias x.
@@ -201,18 +214,24 @@ pub(crate) fn sell<T: Scalar>(
     let grid = index("SELL blocks", slice_blocks + s.nchunks)?;
     let nsorted = index("SELL rows", s.nsorted)?;
     let nslice_blocks = index("SELL slice blocks", slice_blocks)?;
-    let name = kernel_name(GpuKernel::Spmv(SpmvKernel::Sell), T::NAME);
+    let wide = s.slice_ptr.is_wide();
+    let name = spmv_kernel_name(SpmvKernel::Sell, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
+    let base = a.entry_base();
+    let a32 = |m: Option<&DeviceMemory<u32>>| shifted::<u32>(ptr_of(m).as_raw(), base);
+    let at = |m: Option<&DeviceMemory<T>>| shifted::<T>(ptr_of(m).as_raw(), base);
     let (sp, perm, cols, vals) =
-        (s.slice_ptr.as_device_ptr(), ptr_of(s.perm.as_ref()), ptr_of(s.cols.as_ref()), ptr_of(s.vals.as_ref()));
-    let (ce, lc, lv) = (s.chunk_entry.as_device_ptr(), ptr_of(s.long_cols.as_ref()), ptr_of(s.long_vals.as_ref()));
+        (s.slice_ptr.addr(), ptr_of(s.perm.as_ref()), a32(s.cols.as_ref()), at(s.vals.as_ref()));
+    let (ce, lc, lv) = (s.chunk_entry.addr(), a32(s.long_cols.as_ref()), at(s.long_vals.as_ref()));
     let partials = ptr_of(s.partials.as_ref());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_sell_<T>(unsigned nsorted, unsigned nslice_blocks, const unsigned* slice_ptr,
+    // SAFETY: spmv_sell_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O* slice_ptr,
     // const unsigned* perm, const unsigned* cols, const T* vals, const T* x, T alpha, T beta,
-    // T* y, const unsigned* chunk_entry, const unsigned* long_cols, const T* long_vals,
-    // double* partials), BLOCK threads per block. The arrays are a SellMatrix built from a
+    // T* y, const O* chunk_entry, const unsigned* long_cols, const T* long_vals,
+    // double* partials), O 64-bit exactly for _i64 (both position arrays are uploaded in the
+    // same width), BLOCK threads per block; the slot arrays' addresses are moved back by the
+    // test-only base by which the positions were raised. The arrays are a SellMatrix built from a
     // validated CsrMatrix of this shape: slice_ptr has nslices + 1 entries bounding the slot
     // arrays, perm holds nsorted distinct rows below nrows == y.len(), every non-padding
     // column is below ncols == x.len(), chunk_entry has nchunks + 1 entries bounding the
@@ -280,5 +299,29 @@ pub(crate) fn fill<T: Scalar>(ctx: &Context, y: &mut DeviceVector<T>, value: T) 
     // pointer is a live allocation of n elements), threads with i >= n do nothing, and y is
     // borrowed mutably.
     unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, value, yp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
+/// `widen_u32_u64`: `dst[i] = src[i]` for `i < n`, `u32` to `u64`, on the context's stream
+/// (grid-stride, at most 65535 blocks).
+///
+/// # Safety
+///
+/// `src` and `dst` are live device allocations of at least `n` `u32` and `n` `u64`, and
+/// nothing else writes `dst` until the stream has run the kernel.
+pub(crate) unsafe fn widen(ctx: &Context, src: u64, dst: u64, n: usize) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let grid = blocks(n, BLOCK).unwrap_or(u32::MAX).min(65_535);
+    let name = kernel_name(GpuKernel::WidenIndices, "");
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let n = n as u64;
+    // SAFETY: widen_u32_u64(unsigned long long n, const unsigned* in, unsigned long long* out);
+    // arguments match in order and size, and the caller guarantees both arrays hold n
+    // elements; the grid-stride loop touches exactly 0..n.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, src, dst)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }

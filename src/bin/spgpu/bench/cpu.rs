@@ -37,12 +37,12 @@ impl CpuScalar for f32 {}
 impl CpuScalar for f64 {}
 
 /// Cuts rows `0..nrows` into at most `parts` contiguous ranges of about equal stored entries.
-pub fn row_blocks(row_offsets: &[u32], parts: usize) -> Vec<Range<usize>> {
+pub fn row_blocks(row_offsets: &[u64], parts: usize) -> Vec<Range<usize>> {
     let nrows = row_offsets.len().saturating_sub(1);
     if nrows == 0 {
         return Vec::new();
     }
-    let nnz = u64::from(row_offsets[nrows]);
+    let nnz = row_offsets[nrows];
     let parts = parts.clamp(1, nrows);
     let mut out = Vec::with_capacity(parts);
     let mut start = 0usize;
@@ -51,7 +51,7 @@ pub fn row_blocks(row_offsets: &[u32], parts: usize) -> Vec<Range<usize>> {
             nrows
         } else {
             // first row whose offset reaches p/parts of the entries, at least one row further
-            let goal = (nnz * p as u64 / parts as u64) as u32;
+            let goal = (u128::from(nnz) * p as u128 / parts as u128) as u64;
             row_offsets.partition_point(|&o| o < goal).clamp(start + 1, nrows)
         };
         if end > start {
@@ -76,7 +76,7 @@ fn split_rows<'a, T>(mut y: &'a mut [T], blocks: &[Range<usize>]) -> Vec<&'a mut
 /// Both baselines for one matrix, prepared outside the timed region.
 pub struct Baselines<T: CpuScalar> {
     blocks: Vec<Range<usize>>,
-    sprs: CsMatI<T, u32, u32>,
+    sprs: CsMatI<T, u32, usize>,
     nalgebra: Vec<nalgebra_sparse::CsrMatrix<T>>,
     ncols: usize,
 }
@@ -92,7 +92,7 @@ impl<T: CpuScalar> Baselines<T> {
         let blocks = row_blocks(a.row_offsets(), 4 * threads.max(1));
         let sprs = CsMatI::try_new(
             (a.nrows(), a.ncols()),
-            a.row_offsets().to_vec(),
+            a.row_offsets().iter().map(|&o| o as usize).collect(),
             a.col_indices().to_vec(),
             a.values().to_vec(),
         )

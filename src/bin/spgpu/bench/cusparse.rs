@@ -14,8 +14,8 @@
 use super::BenchResult;
 use cust::memory::{DeviceBuffer, DevicePointer};
 use libloading::Library;
-use spgpu::gpu::DeviceCsr;
 use spgpu::gpu::Stream;
+use spgpu::gpu::{DeviceCsr, DeviceIndices64};
 use spgpu::Scalar;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
@@ -28,6 +28,7 @@ type DnVec = *mut c_void;
 const STATUS_SUCCESS: Status = 0;
 const OPERATION_NON_TRANSPOSE: c_int = 0;
 const INDEX_32I: c_int = 2;
+const INDEX_64I: c_int = 3;
 const INDEX_BASE_ZERO: c_int = 0;
 const CUDA_R_32F: c_int = 0;
 const CUDA_R_64F: c_int = 1;
@@ -287,6 +288,45 @@ impl CuSparse {
             return Err("cuSPARSE is not run on a matrix without entries".into());
         }
         let value_type = if T::BYTES == 4 { CUDA_R_32F } else { CUDA_R_64F };
+        let arrays = a.csr_ptrs().ok_or("cuSPARSE needs the matrix stored as CSR")?;
+        if !arrays.offsets_64_bit {
+            return self.plan_with(a, x, y, alg, value_type, INDEX_32I, None);
+        }
+        // 64-bit offsets: cuSPARSE's CUSPARSE_INDEX_64I, with spgpu's 32-bit columns where the
+        // library takes them, else with the columns widened to 64 bits on the device.
+        match self.plan_with(a, x, y, alg, value_type, INDEX_64I, None) {
+            Ok(p) => Ok(p),
+            Err(mixed) => {
+                let wide = a.col_indices_64()?.ok_or("cuSPARSE is not run on a matrix without entries")?;
+                self.plan_with(a, x, y, alg, value_type, INDEX_64I, Some(wide))
+                    .map_err(|e| format!("cuSPARSE with 64-bit offsets: {e} (with 32-bit columns: {mixed})").into())
+            }
+        }
+    }
+
+    /// [`plan`](Self::plan) with the offsets of index type `offsets` and, when `wide_cols` is
+    /// given, those 64-bit columns instead of the matrix's 32-bit ones.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_with<'a, T: Scalar>(
+        &'a self,
+        a: &'a DeviceCsr<T>,
+        x: DevicePointer<T>,
+        y: DevicePointer<T>,
+        alg: Algorithm,
+        value_type: c_int,
+        offsets: c_int,
+        wide_cols: Option<DeviceIndices64>,
+    ) -> BenchResult<SpmvPlan<'a, T>> {
+        let arrays = a.csr_ptrs().ok_or("cuSPARSE needs the matrix stored as CSR")?;
+        let (cols, col_type) = match &wide_cols {
+            Some(w) => (w.addr(), INDEX_64I),
+            None => (arrays.col_indices.as_raw(), INDEX_32I),
+        };
+        let index_types = match (offsets, col_type) {
+            (INDEX_32I, _) => "32I",
+            (_, INDEX_32I) => "64I offsets, 32I columns",
+            _ => "64I",
+        };
         let mut plan = SpmvPlan {
             cs: self,
             mat: std::ptr::null_mut(),
@@ -297,12 +337,16 @@ impl CuSparse {
             value_type,
             alpha: T::ONE,
             beta: T::ZERO,
+            index_types,
+            _wide_cols: wide_cols,
             _a: a,
         };
         let api = &self.api;
-        // SAFETY: the three device arrays of `a` hold nrows+1, nnz and nnz (> 0) elements of
-        // the declared types (u32 read as int32: every index is below INDEX_LIMIT = i32::MAX);
-        // the plan borrows `a`, and its descriptor is destroyed in `SpmvPlan::drop`.
+        // SAFETY: the three device arrays hold nrows+1, nnz and nnz (> 0) elements of the
+        // declared types (offsets u32 read as int32 only while nnz <= INDEX_LIMIT = i32::MAX,
+        // else u64 read as int64 below 2^63; columns u32 below ncols <= i32::MAX, or the u64
+        // widened copy the plan owns); the plan borrows `a`, and its descriptor is destroyed
+        // in `SpmvPlan::drop`.
         api.check(
             unsafe {
                 (api.create_csr)(
@@ -310,11 +354,11 @@ impl CuSparse {
                     a.nrows() as i64,
                     a.ncols() as i64,
                     a.nnz() as i64,
-                    a.row_offsets_ptr().as_mut_ptr().cast(),
-                    a.col_indices_ptr().as_mut_ptr().cast(),
-                    a.values_ptr().as_mut_ptr().cast(),
-                    INDEX_32I,
-                    INDEX_32I,
+                    arrays.row_offsets as *mut c_void,
+                    cols as *mut c_void,
+                    arrays.values.as_mut_ptr().cast(),
+                    offsets,
+                    col_type,
                     INDEX_BASE_ZERO,
                     value_type,
                 )
@@ -399,10 +443,17 @@ pub struct SpmvPlan<'a, T: Scalar> {
     value_type: c_int,
     alpha: T,
     beta: T,
+    index_types: &'static str,
+    _wide_cols: Option<DeviceIndices64>,
     _a: &'a DeviceCsr<T>,
 }
 
 impl<T: Scalar> SpmvPlan<'_, T> {
+    /// The index types cuSPARSE runs with: `"32I"`, `"64I offsets, 32I columns"` or `"64I"`.
+    pub fn index_types(&self) -> &'static str {
+        self.index_types
+    }
+
     /// Bytes of the work buffer cuSPARSE asked for (`cusparseSpMV_bufferSize`).
     pub fn buffer_bytes(&self) -> u64 {
         self.buffer.as_ref().map_or(0, |b| b.len() as u64)

@@ -221,12 +221,45 @@ impl Input {
         }
     }
 
-    fn load(&self) -> BenchResult<CsrMatrix<f64>> {
+    fn load<T: Scalar>(&self) -> BenchResult<CsrMatrix<T>> {
         Ok(match self {
-            Input::File(p) => spgpu::io::read_csr::<f64>(p)?,
-            Input::Generated(s) => gen::from_spec::<f64>(s)?,
+            Input::File(p) => spgpu::io::read_csr::<T>(p)?,
+            Input::Generated(s) => gen::from_spec::<T>(s)?,
         })
     }
+}
+
+/// A matrix as loaded: in f32 when only f32 is benchmarked (no f64 copy is ever made, so a
+/// matrix of billions of entries costs its f32 CSR arrays on the host), else in f64.
+enum Loaded {
+    F64(CsrMatrix<f64>),
+    F32(CsrMatrix<f32>),
+}
+
+impl Loaded {
+    fn stats(&self) -> (usize, usize, usize, spgpu::RowStats) {
+        match self {
+            Loaded::F64(a) => (a.nrows(), a.ncols(), a.nnz(), a.row_stats()),
+            Loaded::F32(a) => (a.nrows(), a.ncols(), a.nnz(), a.row_stats()),
+        }
+    }
+
+    /// Bytes of the host CSR arrays.
+    fn csr_bytes(&self) -> usize {
+        match self {
+            Loaded::F64(a) => (a.nrows() + 1) * 8 + a.nnz() * 12,
+            Loaded::F32(a) => (a.nrows() + 1) * 8 + a.nnz() * 8,
+        }
+    }
+}
+
+/// The peak resident memory of this process so far (`VmHWM` of `/proc/self/status`), in
+/// bytes; `None` where that file does not exist.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn is_matrix_file(p: &Path) -> bool {
@@ -557,7 +590,7 @@ fn bench_matrix<T: CpuScalar>(
             Some(d) => d,
             None => upload_timed(ctx, a, KernelChoice::Scalar)?.0,
         };
-        let csr_arrays = ((a.nrows() + 1) * 4 + a.nnz() * (4 + T::BYTES)) as u64;
+        let csr_arrays = plain.csr_bytes() as u64;
         for alg in Algorithm::ALL {
             seed += 1;
             let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
@@ -565,6 +598,15 @@ fn bench_matrix<T: CpuScalar>(
             match cs.plan(&plain, xp, yp, alg).and_then(|p| ctx.synchronize().map(|()| p).map_err(Into::into)) {
                 Ok(plan) => {
                     let setup = t.elapsed().as_secs_f64();
+                    if plan.index_types() != "32I" {
+                        sink.notes.push(format!(
+                            "{name} ({}): {} ran with CUSPARSE_INDEX_{} ({} entries need 64-bit offsets)",
+                            T::NAME,
+                            alg.name(),
+                            plan.index_types(),
+                            a.nnz()
+                        ));
+                    }
                     let cost =
                         Cost { upload: f64::NAN, preprocessing: setup, device_bytes: csr_arrays + plan.buffer_bytes() };
                     let case = Case { implementation: alg.name(), format_bytes: csr_bytes, cost };
@@ -775,7 +817,8 @@ pub fn run(args: Args) -> CliResult {
         bar.set_message(name.clone());
         let mut info = MatrixInfo { name: name.clone(), source: input.source(), ..Default::default() };
         let loading = Instant::now();
-        let loaded = input.load();
+        let loaded =
+            if precisions == ["f32"] { input.load::<f32>().map(Loaded::F32) } else { input.load().map(Loaded::F64) };
         info.load_seconds = loading.elapsed().as_secs_f64();
         let a = match loaded {
             Ok(a) => a,
@@ -789,19 +832,31 @@ pub fn run(args: Args) -> CliResult {
                 continue;
             }
         };
-        let s = a.row_stats();
-        (info.rows, info.cols, info.nnz) = (a.nrows(), a.ncols(), a.nnz());
+        let (rows, cols, nnz, s) = a.stats();
+        (info.rows, info.cols, info.nnz) = (rows, cols, nnz);
         (info.mean_row, info.max_row, info.std_row, info.empty_rows) = (s.mean, s.max, s.std_dev, s.empty_rows);
         for &p in precisions {
-            let ms = if p == "f64" {
-                bench_matrix::<f64>(&env, &name, &a, &mut info, &mut report.notes)?
-            } else {
-                bench_matrix::<f32>(&env, &name, &a.cast::<f32>(), &mut info, &mut report.notes)?
+            let ms = match (&a, p) {
+                (Loaded::F64(a), "f64") => bench_matrix::<f64>(&env, &name, a, &mut info, &mut report.notes)?,
+                (Loaded::F64(a), _) => {
+                    bench_matrix::<f32>(&env, &name, &a.cast::<f32>(), &mut info, &mut report.notes)?
+                }
+                (Loaded::F32(a), _) => bench_matrix::<f32>(&env, &name, a, &mut info, &mut report.notes)?,
             };
             let refs: Vec<&Measurement> = ms.iter().collect();
             let block = report::matrix_block(&info, p, &refs);
             bar.suspend(|| println!("\n{block}"));
             report.measurements.extend(ms);
+        }
+        if let Some(peak) = peak_rss() {
+            let gib = |b: f64| b / f64::from(1u32 << 30);
+            let csr = a.csr_bytes() as f64;
+            report.notes.push(format!(
+                "{name}: peak host memory so far {:.2} GiB (VmHWM), {:.2}x its host CSR arrays ({:.2} GiB)",
+                gib(peak as f64),
+                peak as f64 / csr,
+                gib(csr)
+            ));
         }
         report.matrices.push(info);
         bar.inc(1);

@@ -6,7 +6,8 @@
 //! - **CSR, minimal**: each stored value and column index once, the row offsets once, `x`
 //!   once (each of its `ncols` elements, however often the matrix reads it: a perfect cache),
 //!   and `y` written once, plus read once more when `beta != 0`:
-//!   `nnz*(4 + s) + (nrows + 1)*4 + ncols*s + nrows*s (+ nrows*s)` with `s` the element size.
+//!   `nnz*(4 + s) + (nrows + 1)*o + ncols*s + nrows*s (+ nrows*s)` with `s` the element size
+//!   and `o` the offset size (4, or 8 for a matrix past `INDEX_LIMIT` entries).
 //!   This is the model of `anchors.md`, and the one every implementation (CSR, ELL, cuSPARSE,
 //!   CPU) is measured against, so their GB/s compare as effective throughput.
 //! - **ELL, as stored**: what the padded format itself holds: `width*nrows` slots of index
@@ -23,7 +24,16 @@ const INDEX_BYTES: u64 = 4;
 pub fn csr_bytes(nrows: usize, ncols: usize, nnz: usize, scalar_bytes: usize, beta_nonzero: bool) -> u64 {
     let (m, n, nnz, s) = (nrows as u64, ncols as u64, nnz as u64, scalar_bytes as u64);
     let y = if beta_nonzero { 2 * m * s } else { m * s };
-    nnz * (INDEX_BYTES + s) + (m + 1) * INDEX_BYTES + n * s + y
+    nnz * (INDEX_BYTES + s) + (m + 1) * offset_bytes(nnz) + n * s + y
+}
+
+/// Bytes of one row offset: 4, or 8 past [`spgpu::INDEX_LIMIT`] entries (64-bit offsets).
+fn offset_bytes(nnz: u64) -> u64 {
+    if nnz > spgpu::INDEX_LIMIT as u64 {
+        8
+    } else {
+        INDEX_BYTES
+    }
 }
 
 /// Bytes held and read by one ELL SpMV: every slot, padding included (see the module docs).
@@ -69,6 +79,13 @@ mod tests {
         assert_eq!(ell_bytes(3, 5, 4, 8, false), 12 * 12 + 5 * 8 + 3 * 8);
         // without padding ELL moves less than CSR: no row offsets
         assert!(ell_bytes(4, 4, 2, 8, false) < csr_bytes(4, 4, 8, 8, false));
+    }
+
+    #[test]
+    fn offsets_are_counted_with_8_bytes_past_the_index_limit() {
+        let nnz = spgpu::INDEX_LIMIT + 1;
+        assert_eq!(csr_bytes(10, 10, nnz, 4, false), nnz as u64 * 8 + 11 * 8 + 40 + 40);
+        assert_eq!(csr_bytes(10, 10, nnz - 1, 4, false), (nnz as u64 - 1) * 8 + 11 * 4 + 40 + 40);
     }
 
     #[test]
