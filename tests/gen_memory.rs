@@ -112,7 +112,7 @@ fn estimates_bound_the_measured_peak() {
     assert_eq!(gen::host_memory_limit().unwrap(), Some(1 << 20));
     match gen::from_spec::<f64>("lap2d:1000") {
         Err(Error::InsufficientMemory { what, needed, available, hint, .. }) => {
-            assert_eq!((what.as_str(), needed, available), ("gen:lap2d:1000 (f64 CSR)", 63_952_004, 1 << 20));
+            assert_eq!((what.as_str(), needed, available), ("gen:lap2d:1000 (f64 CSR)", 67_952_008, 1 << 20));
             assert_eq!(hint, "set SPGPU_MEM_LIMIT to raise the limit");
         }
         other => panic!("expected InsufficientMemory, got {other:?}"),

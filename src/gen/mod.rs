@@ -116,8 +116,8 @@ pub fn from_spec_with_limit<T: Scalar>(spec: &str, limit: Option<u64>) -> crate:
 /// derived from the spec's parameters without building anything (microseconds).
 ///
 /// The peak is the final CSR arrays (`8 (nrows + 1)` bytes of offsets and
-/// `4 + size_of::<T>()` per entry) plus what a generator holds beside them (R-MAT's edge
-/// keys, 12 bytes per drawn edge while they merge; a geometric graph's points; a graph
+/// `4 + size_of::<T>()` per entry) plus what a generator holds beside them (R-MAT's
+/// permutation and row cursors, 12 bytes per row, while it draws; a geometric graph's points; a graph
 /// Laplacian's input pattern and its transpose). The entry count is exact where a formula
 /// gives it (stencils, `banded`, `elast`), bounded by the draws (`uniform`, `longrows`,
 /// `rmat`), and for the random counts of `powerlaw`, `web`, `geo` and `circuit` the

@@ -309,6 +309,24 @@ mod tests {
         assert_eq!(b.long_rows.len(), 3);
     }
 
+    #[test]
+    fn offsets_past_2_to_the_32_give_the_same_blocks_shifted() {
+        // The partition only looks at differences of offsets, in 64 bits: offsets that start
+        // past 2^32 (as in a matrix of billions of entries) give the same blocks, with every
+        // entry position shifted by the same amount.
+        let mut l = vec![3usize; 5000];
+        l[17] = 5 * CHUNK_ENTRIES + 3;
+        l[2000] = BLOCK_ENTRIES + 1;
+        let off = offsets(&l);
+        let base = (3u64 << 32) + 5;
+        let shifted: Vec<u64> = off.iter().map(|&o| o + base).collect();
+        let (b, s) = (RowBlocks::new(&off), RowBlocks::new(&shifted));
+        assert_eq!(s.block_row, b.block_row);
+        assert_eq!(s.long_rows, b.long_rows);
+        assert!(s.block_entry.iter().zip(&b.block_entry).all(|(&x, &y)| x == y + base));
+        assert!(s.block_entry.iter().all(|&e| e > u32::MAX as u64));
+    }
+
     proptest! {
         #[test]
         fn any_row_lengths_give_a_valid_partition(

@@ -250,3 +250,22 @@ impl<T: Scalar> std::fmt::Debug for DeviceEll<T> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::slots_need_64_bits;
+
+    #[test]
+    fn slot_arithmetic_widens_when_width_plus_one_rows_pass_32_bits() {
+        // the kernel's slot index reaches (width + 1) * nrows
+        let n = (u32::MAX as usize) / 8;
+        assert!(!slots_need_64_bits(7, n));
+        assert!(slots_need_64_bits(7, n + 1));
+        assert!(slots_need_64_bits(usize::MAX, 2)); // saturates, never wraps
+        assert!(!slots_need_64_bits(0, 0));
+        // lap3d:680 (314,432,000 rows of at most 7): 32-bit slots suffice
+        assert!(!slots_need_64_bits(7, 314_432_000));
+        // lap3d:844 (601,211,584 rows): 64-bit
+        assert!(slots_need_64_bits(7, 601_211_584));
+    }
+}

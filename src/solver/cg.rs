@@ -31,7 +31,9 @@ pub const HISTORY_LIMIT: usize = 1 << 20;
 /// assert_eq!(bytes, 19_992_000 * 12 + 4_000_001 * 4 + 11 * 4_000_000 * 8);
 /// ```
 pub fn iteration_floor_bytes(nrows: usize, nnz: usize, value_bytes: usize, jacobi: bool) -> usize {
-    let spmv = nnz * (4 + value_bytes) + (nrows + 1) * 4 + 2 * nrows * value_bytes;
+    // row offsets are 8 bytes past INDEX_LIMIT entries (64-bit offsets on the device)
+    let offset = if crate::gpu::positions_need_64_bits(nnz) { 8 } else { 4 };
+    let spmv = nnz * (4 + value_bytes) + (nrows + 1) * offset + 2 * nrows * value_bytes;
     spmv + cg_vector_bytes(nrows, value_bytes, jacobi)
 }
 

@@ -327,99 +327,102 @@ impl CuSparse {
             (_, INDEX_32I) => "64I offsets, 32I columns",
             _ => "64I",
         };
-        let mut plan = SpmvPlan {
-            cs: self,
-            mat: std::ptr::null_mut(),
-            x: std::ptr::null_mut(),
-            y: std::ptr::null_mut(),
-            buffer: None,
-            alg,
-            value_type,
-            alpha: T::ONE,
-            beta: T::ZERO,
-            index_types,
-            _wide_cols: wide_cols,
-            _a: a,
+        let mut plan = SpmvPlan::new(self, a, alg, value_type, index_types);
+        plan.wide_cols = wide_cols;
+        let part = Part {
+            rows: a.nrows(),
+            nnz: a.nnz(),
+            offsets: (arrays.row_offsets, offsets),
+            cols: (cols, col_type),
+            values: arrays.values.as_raw(),
+            x: (x.as_raw(), a.ncols()),
+            y: y.as_raw(),
         };
-        let api = &self.api;
         // SAFETY: the three device arrays hold nrows+1, nnz and nnz (> 0) elements of the
         // declared types (offsets u32 read as int32 only while nnz <= INDEX_LIMIT = i32::MAX,
         // else u64 read as int64 below 2^63; columns u32 below ncols <= i32::MAX, or the u64
-        // widened copy the plan owns); the plan borrows `a`, and its descriptor is destroyed
-        // in `SpmvPlan::drop`.
-        api.check(
-            unsafe {
-                (api.create_csr)(
-                    &mut plan.mat,
-                    a.nrows() as i64,
-                    a.ncols() as i64,
-                    a.nnz() as i64,
-                    arrays.row_offsets as *mut c_void,
-                    cols as *mut c_void,
-                    arrays.values.as_mut_ptr().cast(),
-                    offsets,
-                    col_type,
-                    INDEX_BASE_ZERO,
-                    value_type,
-                )
-            },
-            "cusparseCreateCsr",
-        )?;
-        // SAFETY: `x` and `y` point to device vectors of ncols and nrows elements that the
-        // caller keeps alive as long as the plan.
-        api.check(
-            unsafe { (api.create_dn_vec)(&mut plan.x, a.ncols() as i64, x.as_mut_ptr().cast(), value_type) },
-            "cusparseCreateDnVec(x)",
-        )?;
-        // SAFETY: as above.
-        api.check(
-            unsafe { (api.create_dn_vec)(&mut plan.y, a.nrows() as i64, y.as_mut_ptr().cast(), value_type) },
-            "cusparseCreateDnVec(y)",
-        )?;
-        let mut size = 0usize;
-        // SAFETY: valid handle and descriptors; alpha and beta point to host scalars of the
-        // compute type (the default host pointer mode).
-        api.check(
-            unsafe {
-                (api.buffer_size)(
-                    self.handle,
-                    OPERATION_NON_TRANSPOSE,
-                    (&plan.alpha as *const T).cast(),
-                    plan.mat,
-                    plan.x,
-                    (&plan.beta as *const T).cast(),
-                    plan.y,
-                    value_type,
-                    alg.raw(),
-                    &mut size,
-                )
-            },
-            "cusparseSpMV_bufferSize",
-        )?;
-        plan.buffer = Some(DeviceBuffer::<u8>::zeroed(size.max(1))?);
-        if alg == Algorithm::Alg1Preprocessed {
-            let pre = api.preprocess.ok_or("this libcusparse has no cusparseSpMV_preprocess (needs 12.4+)")?;
-            // SAFETY: as for the buffer size query; the buffer holds `size` bytes.
-            api.check(
-                unsafe {
-                    pre(
-                        self.handle,
-                        OPERATION_NON_TRANSPOSE,
-                        (&plan.alpha as *const T).cast(),
-                        plan.mat,
-                        plan.x,
-                        (&plan.beta as *const T).cast(),
-                        plan.y,
-                        value_type,
-                        alg.raw(),
-                        plan.buffer_ptr(),
-                    )
-                },
-                "cusparseSpMV_preprocess",
-            )?;
+        // widened copy the plan owns); x and y hold ncols and nrows elements and the caller
+        // keeps them alive as long as the plan, which borrows `a`.
+        unsafe { plan.add_part(&part)? };
+        Ok(plan)
+    }
+
+    /// `y = A x` as cuSPARSE 12.6 can run a matrix past `INDEX_LIMIT` entries: in row blocks
+    /// of at most `INDEX_LIMIT` entries each, with 32-bit indices (its fastest layout), one
+    /// `cusparseSpMV` per block, back to back on the stream, on spgpu's arrays (each block
+    /// gets its own rebased 32-bit offsets; columns and values are shared). `host_offsets` are
+    /// the host matrix's row offsets, the same as `a`'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`plan`](Self::plan).
+    pub fn plan_row_blocks<'a, T: Scalar>(
+        &'a self,
+        a: &'a DeviceCsr<T>,
+        host_offsets: &[u64],
+        x: DevicePointer<T>,
+        y: DevicePointer<T>,
+        alg: Algorithm,
+    ) -> BenchResult<SpmvPlan<'a, T>> {
+        let arrays = a.csr_ptrs().ok_or("cuSPARSE needs the matrix stored as CSR")?;
+        if a.nnz() == 0 || host_offsets.len() != a.nrows() + 1 || host_offsets[a.nrows()] as usize != a.nnz() {
+            return Err("cuSPARSE row blocks need the matrix's entries and its host offsets".into());
+        }
+        let value_type = if T::BYTES == 4 { CUDA_R_32F } else { CUDA_R_64F };
+        let mut plan = SpmvPlan::new(self, a, alg, value_type, "32I in row blocks");
+        for w in row_block_bounds(host_offsets, spgpu::INDEX_LIMIT as u64).windows(2) {
+            let (r0, r1) = (w[0], w[1]);
+            let base = host_offsets[r0];
+            let rebased: Vec<u32> = host_offsets[r0..=r1].iter().map(|&o| (o - base) as u32).collect();
+            let offsets = DeviceBuffer::from_slice(&rebased)?;
+            let part = Part {
+                rows: r1 - r0,
+                nnz: (host_offsets[r1] - base) as usize,
+                offsets: (offsets.as_device_ptr().as_raw(), INDEX_32I),
+                cols: (arrays.col_indices.as_raw() + 4 * base, INDEX_32I),
+                values: arrays.values.as_raw() + T::BYTES as u64 * base,
+                x: (x.as_raw(), a.ncols()),
+                y: y.as_raw() + (T::BYTES * r0) as u64,
+            };
+            plan.block_offsets.push(offsets);
+            // SAFETY: the block's offsets (just uploaded, owned by the plan) run from 0 to its
+            // entry count below 2^31; its columns and values are the matrix's from entry
+            // `base` on, of which the block reads its count; y is offset to the block's first
+            // row and holds its rows; x holds ncols elements.
+            unsafe { plan.add_part(&part)? };
         }
         Ok(plan)
     }
+}
+
+/// Row bounds `0 = r_0 < r_1 < ... = nrows` of blocks of consecutive rows holding at most
+/// `limit` entries each (a row longer than `limit` would be a block of its own; a CSR row
+/// has at most `ncols <= INDEX_LIMIT` entries, so it never is).
+fn row_block_bounds(offsets: &[u64], limit: u64) -> Vec<usize> {
+    let nrows = offsets.len() - 1;
+    let mut bounds = vec![0];
+    let mut r0 = 0;
+    while r0 < nrows {
+        // the last row end within `limit` entries of r0's start
+        let end = offsets.partition_point(|&o| o <= offsets[r0] + limit) - 1;
+        r0 = end.clamp(r0 + 1, nrows);
+        bounds.push(r0);
+    }
+    bounds
+}
+
+/// One `cusparseSpMV` of a plan: a CSR block `y[..rows] = A_block x` (addresses on the device).
+struct Part {
+    rows: usize,
+    nnz: usize,
+    /// Address and cuSPARSE index type of the `rows + 1` offsets.
+    offsets: (u64, c_int),
+    /// Address and index type of the columns.
+    cols: (u64, c_int),
+    values: u64,
+    /// Address and length of x.
+    x: (u64, usize),
+    y: u64,
 }
 
 impl Drop for CuSparse {
@@ -432,80 +435,218 @@ impl Drop for CuSparse {
     }
 }
 
-/// One prepared `y = A x` with cuSPARSE: descriptors, work buffer, scalars.
+/// One prepared `y = A x` with cuSPARSE: descriptors and work buffer of each part (one, or
+/// one per row block), scalars.
 pub struct SpmvPlan<'a, T: Scalar> {
     cs: &'a CuSparse,
-    mat: SpMat,
-    x: DnVec,
-    y: DnVec,
-    buffer: Option<DeviceBuffer<u8>>,
+    parts: Vec<Descriptors>,
     alg: Algorithm,
     value_type: c_int,
     alpha: T,
     beta: T,
     index_types: &'static str,
-    _wide_cols: Option<DeviceIndices64>,
+    wide_cols: Option<DeviceIndices64>,
+    block_offsets: Vec<DeviceBuffer<u32>>,
     _a: &'a DeviceCsr<T>,
 }
 
+/// The cuSPARSE objects of one part.
+struct Descriptors {
+    mat: SpMat,
+    x: DnVec,
+    y: DnVec,
+    buffer: Option<DeviceBuffer<u8>>,
+}
+
+impl<'a, T: Scalar> SpmvPlan<'a, T> {
+    fn new(
+        cs: &'a CuSparse,
+        a: &'a DeviceCsr<T>,
+        alg: Algorithm,
+        value_type: c_int,
+        index_types: &'static str,
+    ) -> Self {
+        SpmvPlan {
+            cs,
+            parts: Vec::new(),
+            alg,
+            value_type,
+            alpha: T::ONE,
+            beta: T::ZERO,
+            index_types,
+            wide_cols: None,
+            block_offsets: Vec::new(),
+            _a: a,
+        }
+    }
+
+    /// Creates the descriptors of one part, sizes and allocates its buffer, and runs the
+    /// preprocessing for [`Algorithm::Alg1Preprocessed`].
+    ///
+    /// # Safety
+    ///
+    /// The part's addresses are device arrays of the declared types and lengths that live as
+    /// long as the plan.
+    unsafe fn add_part(&mut self, p: &Part) -> BenchResult<()> {
+        let api = &self.cs.api;
+        let vt = self.value_type;
+        self.parts.push(Descriptors {
+            mat: std::ptr::null_mut(),
+            x: std::ptr::null_mut(),
+            y: std::ptr::null_mut(),
+            buffer: None,
+        });
+        let d = self.parts.last_mut().expect("just pushed");
+        // SAFETY: the caller guarantees the arrays; the descriptors are destroyed in drop.
+        api.check(
+            unsafe {
+                (api.create_csr)(
+                    &mut d.mat,
+                    p.rows as i64,
+                    p.x.1 as i64,
+                    p.nnz as i64,
+                    p.offsets.0 as *mut c_void,
+                    p.cols.0 as *mut c_void,
+                    p.values as *mut c_void,
+                    p.offsets.1,
+                    p.cols.1,
+                    INDEX_BASE_ZERO,
+                    vt,
+                )
+            },
+            "cusparseCreateCsr",
+        )?;
+        // SAFETY: x and y hold p.x.1 and p.rows elements (the caller guarantees).
+        api.check(
+            unsafe { (api.create_dn_vec)(&mut d.x, p.x.1 as i64, p.x.0 as *mut c_void, vt) },
+            "cusparseCreateDnVec(x)",
+        )?;
+        // SAFETY: as above.
+        api.check(
+            unsafe { (api.create_dn_vec)(&mut d.y, p.rows as i64, p.y as *mut c_void, vt) },
+            "cusparseCreateDnVec(y)",
+        )?;
+        let mut size = 0usize;
+        let (alpha, beta) = ((&self.alpha as *const T).cast(), (&self.beta as *const T).cast());
+        // SAFETY: valid handle and descriptors; alpha and beta point to host scalars of the
+        // compute type (the default host pointer mode).
+        api.check(
+            unsafe {
+                (api.buffer_size)(
+                    self.cs.handle,
+                    OPERATION_NON_TRANSPOSE,
+                    alpha,
+                    d.mat,
+                    d.x,
+                    beta,
+                    d.y,
+                    vt,
+                    self.alg.raw(),
+                    &mut size,
+                )
+            },
+            "cusparseSpMV_bufferSize",
+        )?;
+        d.buffer = Some(DeviceBuffer::<u8>::zeroed(size.max(1))?);
+        if self.alg == Algorithm::Alg1Preprocessed {
+            let pre = api.preprocess.ok_or("this libcusparse has no cusparseSpMV_preprocess (needs 12.4+)")?;
+            let buffer = buffer_ptr(&d.buffer);
+            // SAFETY: as for the buffer size query; the buffer holds `size` bytes.
+            api.check(
+                unsafe {
+                    pre(
+                        self.cs.handle,
+                        OPERATION_NON_TRANSPOSE,
+                        alpha,
+                        d.mat,
+                        d.x,
+                        beta,
+                        d.y,
+                        vt,
+                        self.alg.raw(),
+                        buffer,
+                    )
+                },
+                "cusparseSpMV_preprocess",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn buffer_ptr(b: &Option<DeviceBuffer<u8>>) -> *mut c_void {
+    b.as_ref().map_or(std::ptr::null_mut(), |b| b.as_device_ptr().as_mut_ptr().cast())
+}
+
 impl<T: Scalar> SpmvPlan<'_, T> {
-    /// The index types cuSPARSE runs with: `"32I"`, `"64I offsets, 32I columns"` or `"64I"`.
+    /// The index types cuSPARSE runs with: `"32I"`, `"64I offsets, 32I columns"`, `"64I"` or
+    /// `"32I in row blocks"`.
     pub fn index_types(&self) -> &'static str {
         self.index_types
     }
 
-    /// Bytes of the work buffer cuSPARSE asked for (`cusparseSpMV_bufferSize`).
+    /// Number of `cusparseSpMV` calls per product (row blocks).
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Bytes of the work buffers cuSPARSE asked for (`cusparseSpMV_bufferSize`), the 64-bit
+    /// column copy and the blocks' offsets.
     pub fn buffer_bytes(&self) -> u64 {
-        self.buffer.as_ref().map_or(0, |b| b.len() as u64)
+        let buffers: usize = self.parts.iter().map(|d| d.buffer.as_ref().map_or(0, |b| b.len())).sum();
+        let offsets: usize = self.block_offsets.iter().map(|b| 4 * b.len()).sum();
+        (buffers + offsets + self.wide_cols.as_ref().map_or(0, |w| 8 * w.len())) as u64
     }
 
-    fn buffer_ptr(&self) -> *mut c_void {
-        self.buffer.as_ref().map_or(std::ptr::null_mut(), |b| b.as_device_ptr().as_mut_ptr().cast())
-    }
-
-    /// Enqueues one `cusparseSpMV` on the handle's stream.
+    /// Enqueues the plan's `cusparseSpMV` calls on the handle's stream.
     ///
     /// # Errors
     ///
     /// The status of `cusparseSpMV`, when it is not success.
     pub fn launch(&self) -> BenchResult<()> {
         let api = &self.cs.api;
-        // SAFETY: the descriptors, buffer and scalars were set up in `CuSparse::plan` and
-        // live as long as `self`; the call only enqueues work on the bound stream.
-        api.check(
-            unsafe {
-                (api.spmv)(
-                    self.cs.handle,
-                    OPERATION_NON_TRANSPOSE,
-                    (&self.alpha as *const T).cast(),
-                    self.mat,
-                    self.x,
-                    (&self.beta as *const T).cast(),
-                    self.y,
-                    self.value_type,
-                    self.alg.raw(),
-                    self.buffer_ptr(),
-                )
-            },
-            "cusparseSpMV",
-        )
+        let (alpha, beta) = ((&self.alpha as *const T).cast(), (&self.beta as *const T).cast());
+        for d in &self.parts {
+            // SAFETY: the descriptors, buffer and scalars were set up in `add_part` and live
+            // as long as `self`; the call only enqueues work on the bound stream.
+            api.check(
+                unsafe {
+                    (api.spmv)(
+                        self.cs.handle,
+                        OPERATION_NON_TRANSPOSE,
+                        alpha,
+                        d.mat,
+                        d.x,
+                        beta,
+                        d.y,
+                        self.value_type,
+                        self.alg.raw(),
+                        buffer_ptr(&d.buffer),
+                    )
+                },
+                "cusparseSpMV",
+            )?;
+        }
+        Ok(())
     }
 }
 
 impl<T: Scalar> Drop for SpmvPlan<'_, T> {
     fn drop(&mut self) {
         let api = &self.cs.api;
-        // SAFETY: each descriptor was created in `CuSparse::plan` (or is null: never created)
-        // and is destroyed once.
-        unsafe {
-            if !self.y.is_null() {
-                (api.destroy_dn_vec)(self.y);
-            }
-            if !self.x.is_null() {
-                (api.destroy_dn_vec)(self.x);
-            }
-            if !self.mat.is_null() {
-                (api.destroy_sp_mat)(self.mat);
+        for d in &self.parts {
+            // SAFETY: each descriptor was created in `add_part` (or is null: never created)
+            // and is destroyed once.
+            unsafe {
+                if !d.y.is_null() {
+                    (api.destroy_dn_vec)(d.y);
+                }
+                if !d.x.is_null() {
+                    (api.destroy_dn_vec)(d.x);
+                }
+                if !d.mat.is_null() {
+                    (api.destroy_sp_mat)(d.mat);
+                }
             }
         }
     }
@@ -514,6 +655,17 @@ impl<T: Scalar> Drop for SpmvPlan<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_blocks_hold_at_most_the_limit() {
+        // rows of 3, 4, 0, 5, 2 entries; blocks of at most 7
+        let off = [0u64, 3, 7, 7, 12, 14];
+        assert_eq!(row_block_bounds(&off, 7), vec![0, 3, 5]);
+        assert_eq!(row_block_bounds(&off, 100), vec![0, 5]);
+        // a row longer than the limit is a block of its own
+        assert_eq!(row_block_bounds(&off, 4), vec![0, 1, 3, 4, 5]);
+        assert_eq!(row_block_bounds(&[0u64], 7), vec![0]);
+    }
 
     #[test]
     fn algorithm_values_match_cusparse_h() {
