@@ -21,8 +21,9 @@ use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
 /// hold on the device and the kernels need no bounds checks. The three arrays have the
 /// layout of the host matrix: `row_offsets` (`nrows + 1`), `col_indices` (`nnz` `u32`) and
 /// `values` (`nnz` `T`). The offsets are `u32` when `nnz` is at most
-/// [`INDEX_LIMIT`](crate::INDEX_LIMIT) and `u64` past it ([`offsets_are_64_bit`]
-/// (DeviceCsr::offsets_are_64_bit)), chosen at upload; every kernel has a variant for each.
+/// [`INDEX_LIMIT`](crate::INDEX_LIMIT) and `u64` past it
+/// ([`offsets_are_64_bit`](DeviceCsr::offsets_are_64_bit)), chosen at upload; every kernel
+/// has a variant for each.
 ///
 /// # Example
 ///
@@ -204,7 +205,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ///
     /// [`Error::InvalidArgument`] when the choice does not apply (see
     /// [`SpmvPlan::with_choice`]) and [`Error::Format`] when ELLPACK would pad more than its
-    /// limit ([`EllMatrix::try_from_csr`]), both checked before anything is uploaded;
+    /// limit ([`EllMatrix::try_from_csr`](crate::EllMatrix::try_from_csr)), both checked before anything is uploaded;
     /// [`Error::Cuda`] when allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
         Self::upload_shifted(ctx, a, choice, 0)

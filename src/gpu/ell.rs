@@ -55,7 +55,7 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Cuda`] when allocation or a copy fails.
+    /// [`Error::Cuda`](crate::Error::Cuda) when allocation or a copy fails.
     pub fn upload(ctx: &'static Context, a: &EllMatrix<T>) -> Result<Self> {
         let stats = RowStats::from_lengths((0..a.nrows()).map(|i| a.row(i).count()), a.ncols());
         let plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
@@ -83,8 +83,8 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Format`] ([`FormatError::EllPaddingLimit`](crate::FormatError::EllPaddingLimit))
-    /// when ELL would pad too much, before anything is allocated; [`Error::Cuda`] when
+    /// [`Error::Format`](crate::Error::Format) ([`FormatError::EllPaddingLimit`](crate::FormatError::EllPaddingLimit))
+    /// when ELL would pad too much, before anything is allocated; [`Error::Cuda`](crate::Error::Cuda) when
     /// allocation or a copy fails.
     pub fn from_csr(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
         let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
@@ -158,8 +158,8 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] when `x.len() != ncols` or `y.len() != nrows`; nothing is
-    /// launched then. [`Error::Cuda`] when the launch fails.
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when `x.len() != ncols` or `y.len() != nrows`; nothing is
+    /// launched then. [`Error::Cuda`](crate::Error::Cuda) when the launch fails.
     pub fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
         kernels::spmv::ell(self.ctx, self, alpha, x, beta, y)
     }
@@ -203,7 +203,7 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Cuda`] when a copy fails or earlier asynchronous work failed.
+    /// [`Error::Cuda`](crate::Error::Cuda) when a copy fails or earlier asynchronous work failed.
     pub fn download(&self) -> Result<EllMatrix<T>> {
         let slots = self.width * self.nrows;
         let cols = download(self.col_indices.as_ref(), slots, "ELL column indices")?;
