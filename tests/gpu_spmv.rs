@@ -563,3 +563,23 @@ fn offsets_past_2_to_the_32_f64() {
 fn offsets_past_2_to_the_32_f32() {
     offsets_past_2_to_the_32::<f32>("offsets_past_2_to_the_32_f32");
 }
+
+/// Device memory is planned: what is available is known before an upload (free memory plus
+/// what spgpu's pool holds unused), and freeing a matrix gives its bytes back to it.
+#[test]
+fn device_memory_is_planned_before_upload() {
+    let Some(ctx) = gpu("device_memory_is_planned_before_upload") else { return };
+    let before = ctx.available_memory().unwrap();
+    assert!(before > 0 && before <= ctx.info().total_memory as u64, "{before}");
+    // 45M entries: 556 MB as CSR, well above what the other tests of this file, running
+    // alongside, allocate and free meanwhile (the slack)
+    let a = gen::laplacian_2d::<f64>(3000);
+    let slack = 256u64 << 20;
+    let d = DeviceCsr::upload_with(ctx, &a, KernelChoice::Scalar).unwrap();
+    let during = ctx.available_memory().unwrap();
+    assert!(during + d.csr_bytes() as u64 <= before + slack, "{before} -> {during}");
+    drop(d);
+    ctx.synchronize().unwrap();
+    let after = ctx.available_memory().unwrap();
+    assert!(after + slack >= before, "{before} -> {after}");
+}

@@ -215,6 +215,49 @@ impl Context {
         self.memory_pools
     }
 
+    /// Device memory available to new allocations, in bytes: the driver's free memory plus,
+    /// with memory pools, what the device's default pool holds but does not use (spgpu's
+    /// freed allocations, which the pool hands out again).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] if the driver refuses a query.
+    pub fn available_memory(&self) -> Result<u64> {
+        use cust::sys as cu;
+        self.make_current()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: cuMemGetInfo_v2(size_t*, size_t*) with valid out-pointers, this context
+        // current.
+        DriverError::check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) })
+            .map_err(|e| Error::cuda("querying the free device memory", e))?;
+        let mut available = free as u64;
+        if self.memory_pools {
+            let mut dev: cu::CUdevice = 0;
+            let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+            let (mut reserved, mut used) = (0u64, 0u64);
+            // SAFETY: valid out-pointers; the pool is the current device's default pool,
+            // whose attributes RESERVED_MEM_CURRENT and USED_MEM_CURRENT are cuuint64_t.
+            let rc = unsafe {
+                let mut rc = cu::cuCtxGetDevice(&mut dev);
+                if rc == cu::CUresult::CUDA_SUCCESS {
+                    rc = cu::cuDeviceGetDefaultMemPool(&mut pool, dev);
+                }
+                for (attr, out) in [
+                    (cu::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &mut reserved),
+                    (cu::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &mut used),
+                ] {
+                    if rc == cu::CUresult::CUDA_SUCCESS {
+                        rc = cu::cuMemPoolGetAttribute(pool, attr, (out as *mut u64).cast());
+                    }
+                }
+                rc
+            };
+            DriverError::check(rc).map_err(|e| Error::cuda("querying the device memory pool", e))?;
+            available += reserved.saturating_sub(used);
+        }
+        Ok(available)
+    }
+
     /// The cust context (the device's primary context).
     pub fn cuda_context(&self) -> &CudaContext {
         &self.context

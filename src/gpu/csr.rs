@@ -6,13 +6,14 @@ use cust::memory::DevicePointer;
 
 use super::balance::RowBlocks;
 use super::memory::DeviceMemory;
+use super::positions::PIECE;
 use super::positions::{positions_need_64_bits, shifted, Positions};
-use super::sell::SellMatrix;
+use super::sell::{SellLayout, SellMatrix};
 use super::vector::{download, ptr_of, upload};
 use super::Stream;
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
-use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
+use crate::{CsrMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
 
 /// A CSR matrix in device memory, with the [`SpmvPlan`] that runs it.
 ///
@@ -91,35 +92,79 @@ pub(crate) struct DeviceSell<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceSell<T> {
-    fn upload(ctx: &'static Context, s: &SellMatrix<T>, ncols: usize, base: u64) -> Result<Self> {
+    /// Uploads the SELL form of `a` with layout `s`: the slots are made and uploaded a range
+    /// of slices (about [`PIECE`] slots) at a time, the long rows' entries copied from `a`'s
+    /// arrays in batches, so the host never holds a second copy of the matrix.
+    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
-        let partials = if s.nchunks() == 0 {
+        let nchunks = s.chunk_entry.len() - 1;
+        let partials = if nchunks == 0 {
             None
         } else {
             // the kernel writes partials[c] for every chunk c before the fix-up kernel, queued
             // after it on the same stream, reads exactly those slots
-            Some(DeviceMemory::zeroed(ctx, s.nchunks(), "the SELL kernel's chunk sums")?)
+            Some(DeviceMemory::zeroed(ctx, nchunks, "the SELL kernel's chunk sums")?)
         };
+        let (slots, nlong_entries) = (s.slots(), s.long_entries());
+        let (mut cols, mut vals) = (None, None);
+        if slots > 0 {
+            let mut c = DeviceMemory::<u32>::uninit(ctx, slots, "SELL columns")?;
+            let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
+            let (mut bc, mut bv) = (Vec::new(), Vec::new());
+            let mut s0 = 0;
+            while s0 < s.nslices() {
+                let goal = s.slice_ptr[s0] + PIECE as u64;
+                let s1 = s.slice_ptr.partition_point(|&p| p <= goal).saturating_sub(1).clamp(s0 + 1, s.nslices());
+                let (lo, hi) = (s.slice_ptr[s0] as usize, s.slice_ptr[s1] as usize);
+                bc.resize(hi - lo, ELL_PADDING);
+                bv.resize(hi - lo, T::ZERO);
+                s.fill(a, s0, s1, &mut bc, &mut bv);
+                c.copy_from_host_at(lo, &bc, "SELL columns")?;
+                v.copy_from_host_at(lo, &bv, "SELL values")?;
+                s0 = s1;
+            }
+            (cols, vals) = (Some(c), Some(v));
+        }
+        let (mut long_cols, mut long_vals) = (None, None);
+        if nlong_entries > 0 {
+            let mut c = DeviceMemory::<u32>::uninit(ctx, nlong_entries, "SELL long-row columns")?;
+            let mut v = DeviceMemory::<T>::uninit(ctx, nlong_entries, "SELL long-row values")?;
+            let (mut bc, mut bv, mut at) = (Vec::new(), Vec::new(), 0usize);
+            for (k, &[r, _, _]) in s.long_rows.iter().enumerate() {
+                let (rc, rv) = a.row(r as usize);
+                bc.extend_from_slice(rc);
+                bv.extend_from_slice(rv);
+                if bc.len() >= PIECE || k + 1 == s.long_rows.len() {
+                    c.copy_from_host_at(at, &bc, "SELL long-row columns")?;
+                    v.copy_from_host_at(at, &bv, "SELL long-row values")?;
+                    at += bc.len();
+                    bc.clear();
+                    bv.clear();
+                }
+            }
+            (long_cols, long_vals) = (Some(c), Some(v));
+        }
         Ok(DeviceSell {
             nsorted: s.nsorted,
             nslices: s.nslices(),
-            nchunks: s.nchunks(),
+            nchunks,
             nlong: s.long_rows.len(),
             slice_ptr: Positions::upload(ctx, &s.slice_ptr, wide, base, "SELL slice offsets")?,
             perm: upload(&s.perm, "SELL row order")?,
-            cols: upload(&s.cols, "SELL columns")?,
-            vals: upload(&s.vals, "SELL values")?,
+            cols,
+            vals,
             chunk_entry: Positions::upload(ctx, &s.chunk_entry, wide, base, "SELL chunk offsets")?,
-            long_cols: upload(&s.long_cols, "SELL long-row columns")?,
-            long_vals: upload(&s.long_vals, "SELL long-row values")?,
+            long_cols,
+            long_vals,
             long_rows: upload(&flat, "SELL long rows")?,
             partials,
-            bytes: s.device_bytes() + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
+            bytes: s.device_bytes(T::BYTES)
+                + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
             nrows: s.nrows,
-            ncols,
-            slots: s.cols.len(),
-            nlong_entries: s.long_cols.len(),
+            ncols: a.ncols(),
+            slots,
+            nlong_entries,
         })
     }
 
@@ -192,7 +237,9 @@ impl<T: Scalar> DeviceCsr<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Cuda`] when allocation or a copy fails.
+    /// [`Error::InsufficientMemory`] when the storage the plan chose needs more device
+    /// memory than is available ([`Context::available_memory`]), checked before anything is
+    /// allocated; [`Error::Cuda`] when allocation or a copy fails.
     pub fn upload(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
         Self::upload_with(ctx, a, KernelChoice::Auto)
     }
@@ -206,7 +253,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// [`Error::InvalidArgument`] when the choice does not apply (see
     /// [`SpmvPlan::with_choice`]) and [`Error::Format`] when ELLPACK would pad more than its
     /// limit ([`EllMatrix::try_from_csr`](crate::EllMatrix::try_from_csr)), both checked before anything is uploaded;
-    /// [`Error::Cuda`] when allocation or a copy fails.
+    /// [`Error::InsufficientMemory`] as for [`upload`](DeviceCsr::upload); [`Error::Cuda`]
+    /// when allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
         Self::upload_shifted(ctx, a, choice, 0)
     }
@@ -248,7 +296,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut sell = None;
         if plan.kernel() == SpmvKernel::Sell {
             let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
-            match SellMatrix::from_csr(a, limit as usize) {
+            match SellLayout::new(a, limit as usize) {
                 Ok(s) => sell = Some(s),
                 Err(e) => {
                     let why = format!(
@@ -266,6 +314,33 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
         let mut preprocessing = started.elapsed();
+        // Planned, not discovered: the device bytes of the chosen storage against what the
+        // device has free, before anything is allocated.
+        let needed = match (&sell, &blocks) {
+            _ if plan.kernel() == SpmvKernel::Ell => stats.max.saturating_mul(a.nrows()).saturating_mul(4 + T::BYTES),
+            (Some(s), _) => s.device_bytes(T::BYTES),
+            (None, b) => {
+                let offset = if wide { 8 } else { 4 };
+                (a.nrows() + 1) * offset + a.nnz() * (4 + T::BYTES) + b.as_ref().map_or(0, |b| b.device_bytes(wide))
+            }
+        } as u64;
+        let available = ctx.available_memory()?;
+        if needed > available {
+            return Err(Error::InsufficientMemory {
+                what: format!(
+                    "a {} x {} matrix of {} entries ({}, {})",
+                    a.nrows(),
+                    a.ncols(),
+                    a.nnz(),
+                    plan.kernel(),
+                    T::NAME
+                ),
+                memory: "device",
+                needed,
+                available,
+                hint: "use a device with more memory, f32 values, or free other device memory first".into(),
+            });
+        }
         ctx.make_current()?;
         let storage = if plan.kernel() == SpmvKernel::Ell {
             // converted a piece at a time while uploading: the conversion counts as
@@ -276,7 +351,11 @@ impl<T: Scalar> DeviceCsr<T> {
             preprocessing += converting.elapsed();
             Storage::Ell(Box::new(ell))
         } else if let Some(sell) = sell {
-            Storage::Sell(Box::new(DeviceSell::upload(ctx, &sell, a.ncols(), base)?))
+            // the slots are made a piece at a time while uploading: preprocessing, as for ELL
+            let converting = Instant::now();
+            let d = DeviceSell::upload(ctx, a, &sell, base)?;
+            preprocessing += converting.elapsed();
+            Storage::Sell(Box::new(d))
         } else {
             Storage::Csr {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,

@@ -65,6 +65,146 @@ pub struct SellTooLarge {
     pub limit: usize,
 }
 
+/// Everything of a [`SellMatrix`] but its two slot arrays and the long rows' entries: made
+/// first, so that the slots can be filled (and uploaded) a range of slices at a time, and
+/// the long rows' entries read straight from the CSR matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SellLayout {
+    /// As in [`SellMatrix`].
+    pub nrows: usize,
+    /// As in [`SellMatrix`].
+    pub nsorted: usize,
+    /// As in [`SellMatrix`].
+    pub slice_ptr: Vec<u64>,
+    /// As in [`SellMatrix`].
+    pub perm: Vec<u32>,
+    /// As in [`SellMatrix`].
+    pub chunk_entry: Vec<u64>,
+    /// As in [`SellMatrix`].
+    pub long_rows: Vec<[u32; 3]>,
+}
+
+impl SellLayout {
+    /// The layout of a CSR matrix (see [`SellMatrix::from_csr`]).
+    ///
+    /// # Errors
+    ///
+    /// [`SellTooLarge`] when the slots exceed `max_slots`.
+    pub fn new<T: Scalar>(a: &CsrMatrix<T>, max_slots: usize) -> Result<SellLayout, SellTooLarge> {
+        let off = a.row_offsets();
+        let nrows = a.nrows();
+        let len = |r: usize| (off[r + 1] - off[r]) as usize;
+        // sorted positions, window by window
+        let perm: Vec<u32> = (0..nrows.div_ceil(SIGMA))
+            .into_par_iter()
+            .flat_map_iter(|w| {
+                let mut rows: Vec<u32> = (w * SIGMA..((w + 1) * SIGMA).min(nrows))
+                    .filter(|&r| len(r) <= LONG_ROW)
+                    .map(|r| r as u32)
+                    .collect();
+                rows.sort_by_key(|&r| std::cmp::Reverse(len(r as usize)));
+                rows
+            })
+            .collect();
+        let nsorted = perm.len();
+        let nslices = nsorted.div_ceil(SLICE);
+        let mut slice_ptr = Vec::with_capacity(nslices + 1);
+        slice_ptr.push(0u64);
+        let mut slots = 0usize;
+        for s in 0..nslices {
+            let width =
+                perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().map(|&r| len(r as usize)).max().unwrap_or(0);
+            slots += width * SLICE;
+            if slots > max_slots {
+                return Err(SellTooLarge { slots, limit: max_slots });
+            }
+            slice_ptr.push(slots as u64);
+        }
+        // long rows, in row order, chunked
+        let (mut chunk_entry, mut long_rows, mut entries) = (Vec::new(), Vec::new(), 0usize);
+        for r in (0..nrows).filter(|&r| len(r) > LONG_ROW) {
+            let first = chunk_entry.len() as u32;
+            let chunks = len(r).div_ceil(CHUNK);
+            for k in 0..chunks {
+                chunk_entry.push((entries + k * CHUNK) as u64);
+            }
+            long_rows.push([r as u32, first, chunks as u32]);
+            entries += len(r);
+        }
+        chunk_entry.push(entries as u64);
+        Ok(SellLayout { nrows, nsorted, slice_ptr, perm, chunk_entry, long_rows })
+    }
+
+    /// Number of slices.
+    pub fn nslices(&self) -> usize {
+        self.slice_ptr.len() - 1
+    }
+
+    /// Slots of all slices.
+    pub fn slots(&self) -> usize {
+        *self.slice_ptr.last().expect("nslices + 1 offsets") as usize
+    }
+
+    /// Entries of the long rows.
+    pub fn long_entries(&self) -> usize {
+        *self.chunk_entry.last().expect("nchunks + 1 offsets") as usize
+    }
+
+    /// Fills the slots of slices `s0..s1` of `a` (this layout's matrix) into `cols` and
+    /// `vals`, which hold exactly those slots (`slice_ptr[s1] - slice_ptr[s0]`), in parallel
+    /// over slices.
+    ///
+    /// # Panics
+    ///
+    /// If the buffers do not hold exactly those slots.
+    pub fn fill<T: Scalar>(&self, a: &CsrMatrix<T>, s0: usize, s1: usize, cols: &mut [u32], vals: &mut [T]) {
+        let base = self.slice_ptr[s0];
+        let n = (self.slice_ptr[s1] - base) as usize;
+        assert!(cols.len() == n && vals.len() == n, "the buffers hold slices {s0}..{s1}");
+        let (off, acols, avals) = (a.row_offsets(), a.col_indices(), a.values());
+        // split the slot arrays at slice boundaries, then fill slices in parallel
+        let mut parts = Vec::with_capacity(s1 - s0);
+        let (mut rest_c, mut rest_v) = (cols, vals);
+        for s in s0..s1 {
+            let w = (self.slice_ptr[s + 1] - self.slice_ptr[s]) as usize;
+            let (c, rc) = std::mem::take(&mut rest_c).split_at_mut(w);
+            let (v, rv) = std::mem::take(&mut rest_v).split_at_mut(w);
+            parts.push((s, c, v));
+            (rest_c, rest_v) = (rc, rv);
+        }
+        parts.into_par_iter().for_each(|(s, c, v)| {
+            c.fill(ELL_PADDING);
+            v.fill(T::ZERO);
+            for (lane, &r) in self.perm[s * SLICE..((s + 1) * SLICE).min(self.nsorted)].iter().enumerate() {
+                let (lo, hi) = (off[r as usize] as usize, off[r as usize + 1] as usize);
+                for (k, j) in (lo..hi).enumerate() {
+                    c[k * SLICE + lane] = acols[j];
+                    v[k * SLICE + lane] = avals[j];
+                }
+            }
+        });
+    }
+
+    /// Whether the positions need 64 bits on the device (see [`SellMatrix::wide`]).
+    pub fn wide(&self) -> bool {
+        self.slots().max(self.long_entries()) > crate::INDEX_LIMIT
+    }
+
+    /// Device bytes of every array (see [`SellMatrix::device_bytes`]), for values of
+    /// `value_bytes` bytes.
+    pub fn device_bytes(&self, value_bytes: usize) -> usize {
+        let position = if self.wide() { 8 } else { 4 };
+        let nchunks = self.chunk_entry.len() - 1;
+        self.slice_ptr.len() * position
+            + self.perm.len() * 4
+            + self.slots() * (4 + value_bytes)
+            + self.chunk_entry.len() * position
+            + self.long_entries() * (4 + value_bytes)
+            + self.long_rows.len() * 12
+            + nchunks * 8
+    }
+}
+
 /// Slots SELL would store for rows of these lengths (padding included, long rows excluded),
 /// computed without building anything: what the plan compares with the entry count.
 pub fn slots_for(row_offsets: &[u64]) -> usize {
@@ -103,75 +243,17 @@ impl<T: Scalar> SellMatrix<T> {
     /// # Ok::<(), spgpu::FormatError>(())
     /// ```
     pub fn from_csr(a: &CsrMatrix<T>, max_slots: usize) -> Result<SellMatrix<T>, SellTooLarge> {
-        let off = a.row_offsets();
-        let nrows = a.nrows();
-        let len = |r: usize| (off[r + 1] - off[r]) as usize;
-        // sorted positions, window by window
-        let perm: Vec<u32> = (0..nrows.div_ceil(SIGMA))
-            .into_par_iter()
-            .flat_map_iter(|w| {
-                let mut rows: Vec<u32> = (w * SIGMA..((w + 1) * SIGMA).min(nrows))
-                    .filter(|&r| len(r) <= LONG_ROW)
-                    .map(|r| r as u32)
-                    .collect();
-                rows.sort_by_key(|&r| std::cmp::Reverse(len(r as usize)));
-                rows
-            })
-            .collect();
-        let nsorted = perm.len();
-        let nslices = nsorted.div_ceil(SLICE);
-        let mut slice_ptr = Vec::with_capacity(nslices + 1);
-        slice_ptr.push(0u64);
-        let mut slots = 0usize;
-        for s in 0..nslices {
-            let width =
-                perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().map(|&r| len(r as usize)).max().unwrap_or(0);
-            slots += width * SLICE;
-            if slots > max_slots {
-                return Err(SellTooLarge { slots, limit: max_slots });
-            }
-            slice_ptr.push(slots as u64);
+        let layout = SellLayout::new(a, max_slots)?;
+        let (mut cols, mut vals) = (vec![ELL_PADDING; layout.slots()], vec![T::ZERO; layout.slots()]);
+        layout.fill(a, 0, layout.nslices(), &mut cols, &mut vals);
+        let mut long_cols = Vec::with_capacity(layout.long_entries());
+        let mut long_vals = Vec::with_capacity(layout.long_entries());
+        for &[r, _, _] in &layout.long_rows {
+            let (c, v) = a.row(r as usize);
+            long_cols.extend_from_slice(c);
+            long_vals.extend_from_slice(v);
         }
-        let mut cols = vec![ELL_PADDING; slots];
-        let mut vals = vec![T::ZERO; slots];
-        // split the slot arrays at slice boundaries, then fill slices in parallel
-        let mut col_parts = Vec::with_capacity(nslices);
-        let mut val_parts = Vec::with_capacity(nslices);
-        let (mut rest_c, mut rest_v) = (&mut cols[..], &mut vals[..]);
-        for s in 0..nslices {
-            let n = (slice_ptr[s + 1] - slice_ptr[s]) as usize;
-            let (c, rc) = rest_c.split_at_mut(n);
-            let (v, rv) = rest_v.split_at_mut(n);
-            col_parts.push(c);
-            val_parts.push(v);
-            rest_c = rc;
-            rest_v = rv;
-        }
-        let (acols, avals) = (a.col_indices(), a.values());
-        col_parts.into_par_iter().zip(val_parts).enumerate().for_each(|(s, (c, v))| {
-            for (lane, &r) in perm[s * SLICE..((s + 1) * SLICE).min(nsorted)].iter().enumerate() {
-                let (lo, hi) = (off[r as usize] as usize, off[r as usize + 1] as usize);
-                for (k, j) in (lo..hi).enumerate() {
-                    c[k * SLICE + lane] = acols[j];
-                    v[k * SLICE + lane] = avals[j];
-                }
-            }
-        });
-        // long rows, in row order, chunked
-        let mut chunk_entry = Vec::new();
-        let (mut long_cols, mut long_vals, mut long_rows) = (Vec::new(), Vec::new(), Vec::new());
-        for r in (0..nrows).filter(|&r| len(r) > LONG_ROW) {
-            let (lo, hi) = (off[r] as usize, off[r + 1] as usize);
-            let first = chunk_entry.len() as u32;
-            let chunks = (hi - lo).div_ceil(CHUNK);
-            for k in 0..chunks {
-                chunk_entry.push((long_cols.len() + k * CHUNK) as u64);
-            }
-            long_rows.push([r as u32, first, chunks as u32]);
-            long_cols.extend_from_slice(&acols[lo..hi]);
-            long_vals.extend_from_slice(&avals[lo..hi]);
-        }
-        chunk_entry.push(long_cols.len() as u64);
+        let SellLayout { nrows, nsorted, slice_ptr, perm, chunk_entry, long_rows } = layout;
         Ok(SellMatrix { nrows, nsorted, slice_ptr, perm, cols, vals, chunk_entry, long_cols, long_vals, long_rows })
     }
 
@@ -284,6 +366,26 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn slices_filled_a_range_at_a_time_equal_the_whole() {
+        let mut lengths: Vec<usize> = (0..5000).map(|i| (i * 7) % 13).collect();
+        lengths[10] = 3000; // a long row, kept apart
+        let a = csr(&lengths, 5000);
+        let whole = SellMatrix::from_csr(&a, usize::MAX).unwrap();
+        let layout = SellLayout::new(&a, usize::MAX).unwrap();
+        assert_eq!((layout.slots(), layout.long_entries()), (whole.cols.len(), whole.long_cols.len()));
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        let cuts = [0, 1, 17, 60, layout.nslices()];
+        for w in cuts.windows(2) {
+            let n = (layout.slice_ptr[w[1]] - layout.slice_ptr[w[0]]) as usize;
+            let (mut c, mut v) = (vec![7u32; n], vec![-1.0; n]); // stale contents are overwritten
+            layout.fill(&a, w[0], w[1], &mut c, &mut v);
+            cols.extend(c);
+            vals.extend(v);
+        }
+        assert_eq!((cols, vals), (whole.cols, whole.vals));
     }
 
     #[test]

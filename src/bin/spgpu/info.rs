@@ -32,24 +32,40 @@ fn symmetry(a: &CsrMatrix<f64>) -> Option<Symmetry> {
     if a.nrows() != a.ncols() {
         return None;
     }
-    let mut s = Symmetry { mirrored: 0, off_diagonal: 0, numerically: true };
-    for i in 0..a.nrows() {
-        let (cols, vals) = a.row(i);
-        for (&j, &v) in cols.iter().zip(vals) {
-            if j as usize == i {
-                continue;
-            }
-            s.off_diagonal += 1;
-            let (mc, mv) = a.row(j as usize);
-            match mc.binary_search(&(i as u32)) {
-                Ok(k) => {
-                    s.mirrored += 1;
-                    s.numerically &= mv[k] == v;
+    // rows in parallel (a binary search per entry, no transpose: billions of entries cost
+    // no second copy)
+    use rayon::prelude::*;
+    let s = (0..a.nrows())
+        .into_par_iter()
+        .fold(
+            || Symmetry { mirrored: 0, off_diagonal: 0, numerically: true },
+            |mut s, i| {
+                let (cols, vals) = a.row(i);
+                for (&j, &v) in cols.iter().zip(vals) {
+                    if j as usize == i {
+                        continue;
+                    }
+                    s.off_diagonal += 1;
+                    let (mc, mv) = a.row(j as usize);
+                    match mc.binary_search(&(i as u32)) {
+                        Ok(k) => {
+                            s.mirrored += 1;
+                            s.numerically &= mv[k] == v;
+                        }
+                        Err(_) => s.numerically = false,
+                    }
                 }
-                Err(_) => s.numerically = false,
-            }
-        }
-    }
+                s
+            },
+        )
+        .reduce(
+            || Symmetry { mirrored: 0, off_diagonal: 0, numerically: true },
+            |x, y| Symmetry {
+                mirrored: x.mirrored + y.mirrored,
+                off_diagonal: x.off_diagonal + y.off_diagonal,
+                numerically: x.numerically && y.numerically,
+            },
+        );
     Some(s)
 }
 
