@@ -1,6 +1,6 @@
 //! Coordinate (triplet) storage, for assembly.
 
-use super::{check_index_limit, CsrMatrix, FormatError};
+use super::{check_entry_limit, check_index_limit, CsrMatrix, FormatError};
 use crate::Scalar;
 
 /// A sparse matrix as a list of `(row, column, value)` triplets, for assembly.
@@ -13,8 +13,8 @@ use crate::Scalar;
 ///
 /// - the three arrays have the same length;
 /// - every row index is `< nrows`, every column index `< ncols`;
-/// - `nrows`, `ncols` and the number of triplets are at most
-///   [`INDEX_LIMIT`](super::INDEX_LIMIT).
+/// - `nrows` and `ncols` are at most [`INDEX_LIMIT`](super::INDEX_LIMIT); the number of
+///   triplets is bounded by memory (and [`ENTRY_LIMIT`](super::ENTRY_LIMIT)).
 ///
 /// # Example
 ///
@@ -69,8 +69,8 @@ impl<T: Scalar> CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// The first broken invariant, checked in this order: `TooLarge` (a dimension or the
-    /// triplet count past [`INDEX_LIMIT`](super::INDEX_LIMIT)), `LengthMismatch` (row
+    /// The first broken invariant, checked in this order: `TooLarge` (a dimension past
+    /// [`INDEX_LIMIT`](super::INDEX_LIMIT)), `LengthMismatch` (row
     /// indices, then column indices, against the values), then triplet by triplet
     /// `RowOutOfBounds` or `ColumnOutOfBounds`.
     pub fn try_from_triplets(
@@ -103,7 +103,8 @@ impl<T: Scalar> CooMatrix<T> {
     /// # Errors
     ///
     /// `RowOutOfBounds` or `ColumnOutOfBounds` for an index past the dimensions (the matrix
-    /// is unchanged), `TooLarge` when the count would exceed the index limit.
+    /// is unchanged), `TooLarge` when the count would exceed
+    /// [`ENTRY_LIMIT`](super::ENTRY_LIMIT).
     pub fn push(&mut self, row: usize, col: usize, value: T) -> Result<(), FormatError> {
         if row >= self.nrows {
             return Err(FormatError::RowOutOfBounds { index: self.values.len(), row, nrows: self.nrows });
@@ -111,7 +112,7 @@ impl<T: Scalar> CooMatrix<T> {
         if col >= self.ncols {
             return Err(FormatError::ColumnOutOfBounds { row, col, ncols: self.ncols });
         }
-        check_index_limit("stored entries", self.values.len() + 1)?;
+        check_entry_limit("stored entries", self.values.len() + 1)?;
         self.rows.push(row as u32);
         self.cols.push(col as u32);
         self.values.push(value);

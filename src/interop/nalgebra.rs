@@ -16,7 +16,7 @@ impl<T: Scalar> TryFrom<na::CsrMatrix<T>> for CsrMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT);
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT);
     /// nalgebra-sparse guarantees the other invariants, and they are checked all the same.
     fn try_from(m: na::CsrMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
@@ -32,7 +32,7 @@ impl<T: Scalar> TryFrom<&na::CsrMatrix<T>> for CsrMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &na::CsrMatrix<T>) -> Result<Self, FormatError> {
         let (offsets, indices, values) = m.csr_data();
         CsrMatrix::try_from_index_parts(m.nrows(), m.ncols(), offsets, indices, values.to_vec())
@@ -48,7 +48,7 @@ impl<T: Scalar> TryFrom<na::CscMatrix<T>> for CsrMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: na::CscMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (offsets, indices, values) = m.disassemble();
@@ -64,7 +64,7 @@ impl<T: Scalar> TryFrom<&na::CscMatrix<T>> for CsrMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or an entry count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &na::CscMatrix<T>) -> Result<Self, FormatError> {
         let (offsets, indices, values) = m.csc_data();
         let t = CsrMatrix::try_from_index_parts(m.ncols(), m.nrows(), offsets, indices, values.to_vec())
@@ -105,7 +105,7 @@ impl<T: Scalar> TryFrom<na::CooMatrix<T>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: na::CooMatrix<T>) -> Result<Self, FormatError> {
         let (nrows, ncols) = (m.nrows(), m.ncols());
         let (rows, cols, values) = m.disassemble();
@@ -120,7 +120,7 @@ impl<T: Scalar> TryFrom<&na::CooMatrix<T>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &na::CooMatrix<T>) -> Result<Self, FormatError> {
         CooMatrix::try_from_usize_triplets(m.nrows(), m.ncols(), m.row_indices(), m.col_indices(), m.values().to_vec())
     }

@@ -216,7 +216,7 @@ impl<T: Scalar> TryFrom<&TriMatI<T, u32>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &TriMatI<T, u32>) -> Result<Self, FormatError> {
         CooMatrix::try_from_triplets(
             m.rows(),
@@ -235,7 +235,7 @@ impl<T: Scalar> TryFrom<TriMatI<T, u32>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: TriMatI<T, u32>) -> Result<Self, FormatError> {
         CooMatrix::try_from(&m)
     }
@@ -248,7 +248,7 @@ impl<T: Scalar> TryFrom<&TriMat<T>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: &TriMat<T>) -> Result<Self, FormatError> {
         CooMatrix::try_from_usize_triplets(m.rows(), m.cols(), m.row_inds(), m.col_inds(), m.data().to_vec())
     }
@@ -261,7 +261,7 @@ impl<T: Scalar> TryFrom<TriMat<T>> for CooMatrix<T> {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for dimensions or a triplet count past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
+    /// `TooLarge` for dimensions past [`INDEX_LIMIT`](crate::INDEX_LIMIT).
     fn try_from(m: TriMat<T>) -> Result<Self, FormatError> {
         CooMatrix::try_from(&m)
     }
