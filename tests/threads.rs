@@ -298,3 +298,44 @@ fn drops_on_other_threads_do_not_disturb_recordings() {
         assert_eq!(dropper.join().unwrap(), rounds * 20);
     });
 }
+
+/// Threads multiplying one matrix whose long rows are summed in chunks (balanced and SELL:
+/// a chunk kernel writes the matrix's scratch, a fix-up kernel reads it): each thread with
+/// its own `x`, every result exact (integer data). The two launches of a product must not
+/// interleave with another thread's on the stream.
+#[test]
+fn threads_sharing_a_matrix_with_chunked_long_rows_get_their_own_products() {
+    let Some(ctx) = gpu("threads_sharing_a_matrix_with_chunked_long_rows_get_their_own_products") else { return };
+    // rows of 1..4 entries, and every 500th row of 6000 (three chunks)
+    let n = 20_000;
+    let mut coo = spgpu::CooMatrix::<f64>::new(n, n).unwrap();
+    for i in 0..n {
+        let len = if i % 500 == 7 { 6000 } else { 1 + i % 4 };
+        for k in 0..len {
+            coo.push(i, (i * 31 + k * 7) % n, ((i + k) % 5) as f64 - 2.0).unwrap();
+        }
+    }
+    let a = coo.to_csr();
+    let threads = env_count("SPGPU_STRESS_THREADS", 8);
+    for choice in [spgpu::gpu::KernelChoice::Balanced, spgpu::gpu::KernelChoice::Sell] {
+        let d_a = DeviceCsr::upload_with(ctx, &a, choice).unwrap();
+        let failures = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (a, d_a, failures) = (&a, &d_a, &failures);
+                scope.spawn(move || {
+                    let x: Vec<f64> = (0..n).map(|j| ((j * (t + 3)) % 7) as f64 - 3.0).collect();
+                    let mut want = vec![0.0; n];
+                    reference::spmv_csr(1.0, a, &x, 0.0, &mut want).unwrap();
+                    let d_x = DeviceVector::from_slice(d_a.context(), &x).unwrap();
+                    for _ in 0..40 {
+                        if spmv_round(d_a, &d_x, &want).is_err() {
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(failures.load(Ordering::Relaxed), 0, "{choice}: products of other threads leaked in");
+    }
+}

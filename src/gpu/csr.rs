@@ -49,6 +49,10 @@ pub struct DeviceCsr<T: Scalar> {
     stats: RowStats,
     plan: SpmvPlan,
     preprocessing: Duration,
+    /// Held while the launches of one product are queued: a product of the balanced or
+    /// SELL kernel with long rows is two kernels sharing the matrix's chunk-sum scratch,
+    /// which another thread's product must not come between on the stream.
+    launches: std::sync::Mutex<()>,
     /// 0, except for matrices uploaded by tests with shifted positions
     /// ([`upload_with_entry_base`](DeviceCsr::upload_with_entry_base)).
     entry_base: u64,
@@ -373,6 +377,7 @@ impl<T: Scalar> DeviceCsr<T> {
             stats,
             plan,
             preprocessing,
+            launches: std::sync::Mutex::new(()),
             entry_base: base,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
@@ -403,6 +408,7 @@ impl<T: Scalar> DeviceCsr<T> {
         beta: T,
         y: &mut DeviceVector<T>,
     ) -> Result<()> {
+        let _queued = self.launches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match (&self.storage, self.plan.kernel()) {
             (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
             (Storage::Sell(sl), _) => kernels::spmv::sell(self.ctx, stream, self, sl, alpha, x, beta, y),
