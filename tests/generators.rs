@@ -571,12 +571,22 @@ fn from_spec_refuses_what_does_not_fit_the_memory_limit() {
         }
         other => panic!("expected InsufficientMemory, got {other:?}"),
     }
-    let message = gen::from_spec_with_limit::<f32>("rmat:20:16", Some(100 << 20)).unwrap_err().to_string();
-    assert_eq!(
-        message,
-        "not enough host memory for gen:rmat:20:16 (f32 CSR): needs about 136.0 MiB, 100.0 MiB available \
-         (raise the memory limit)"
-    );
+    // R-MAT: the final CSR arrays bounded with every drawn edge kept (8 (rows + 1) + 8 per edge
+    // in f32), plus about 1 MiB of drawing buffers per thread of the machine.
+    let csr = 8 * ((1u64 << 20) + 1) + 8 * (16u64 << 20);
+    let threads = rayon::current_num_threads() as u64;
+    match gen::from_spec_with_limit::<f32>("rmat:20:16", Some(100 << 20)) {
+        Err(e @ Error::InsufficientMemory { needed, available, .. }) => {
+            assert!(needed >= csr && needed <= csr + (2 << 20) * threads, "{needed} against {csr}");
+            assert_eq!(available, 100 << 20);
+            let message = e.to_string();
+            assert!(
+                message.starts_with("not enough host memory for gen:rmat:20:16 (f32 CSR): needs about 13"),
+                "{message}"
+            );
+        }
+        other => panic!("expected InsufficientMemory, got {other:?}"),
+    }
     assert_eq!(gen::from_spec_with_limit::<f64>("lap2d:1000", Some(lap)).unwrap().nnz(), 4_996_000);
     assert_eq!(gen::from_spec_with_limit::<f64>("lap2d:300", None).unwrap().nrows(), 90_000);
     // The index limit comes first, whatever the memory limit.

@@ -21,6 +21,7 @@
 
 mod assemble;
 mod graph;
+mod kron;
 mod random;
 mod spec;
 mod stencil;

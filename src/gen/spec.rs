@@ -192,13 +192,10 @@ impl Spec {
             }
             Spec::Rmat { scale, edge_factor, .. } => {
                 let (n, m) = rmat_size(scale, edge_factor)?;
-                let (n, m) = (n as u64, m as u64);
-                // Drawing the second time: the permutation, the row offsets and cursors, and
-                // the columns of every drawn edge; then the final matrix (the values
-                // allocated once the columns are merged and shrunk).
-                let drawing = 4 * n + 8 * (n + 1) + 8 * n + 4 * m;
-                let e = square(n as usize, m, 0);
-                Estimate { peak: e.peak.max(drawing), ..e }
+                // the final matrix (bounded with every drawn edge kept), or the permutation
+                // and the columns of every drawn edge while drawing, plus the threads' buffers
+                let e = square(n, m as u64, 0);
+                Estimate { peak: e.peak.max(super::kron::rmat_peak_bytes(scale, edge_factor, value_bytes)), ..e }
             }
             Spec::Circuit { n, seed } => {
                 check_index_limit("rows", n)?;
