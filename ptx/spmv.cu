@@ -111,78 +111,118 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 #define SPGPU_BALANCED_CHUNK 2048
 #define SPGPU_LONG_FLAG 0x80000000u
 
-// The block-wide sum of `v`, valid in thread 0; every thread of the block must call it.
-__device__ __forceinline__ acc_t block_sum(acc_t v) {
-    __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
+// How the threads of one row block wait for each other: the whole block (the balanced and
+// SELL kernels), or one group of SPGPU_BLOCK threads of a larger block (the hot-column
+// kernel, one named barrier per group).
+struct BlockSync {
+    __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+struct GroupSync {
+    unsigned id;  // 1..SPGPU_HOT_GROUPS (barrier 0 is __syncthreads)
+    __device__ __forceinline__ void operator()() const {
+        asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(SPGPU_BLOCK) : "memory");
+    }
+};
+
+// How x is read: straight from device memory, or, for columns flagged SPGPU_HOT_FLAG (the
+// hot-column kernel), from the block's shared-memory copy of the hot entries of x.
+template <typename T>
+struct PlainX {
+    const T* __restrict__ x;
+    __device__ __forceinline__ T operator()(unsigned c) const { return ldg(x + c); }
+};
+#define SPGPU_HOT_FLAG 0x80000000u
+template <typename T>
+struct HotX {
+    const T* __restrict__ x;
+    const T* hot;  // shared memory
+    __device__ __forceinline__ T operator()(unsigned c) const {
+        return (c & SPGPU_HOT_FLAG) ? hot[c & ~SPGPU_HOT_FLAG] : ldg(x + c);
+    }
+};
+
+// The sum of `v` over the SPGPU_BLOCK threads of a row block (tid its thread's index there),
+// valid in tid 0; every thread of the row block must call it. warp_sums: SPGPU_BLOCK / 32
+// slots of shared memory of this row block.
+template <typename Sync>
+__device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_sums, Sync sync) {
     v = group_sum<32>(v);
-    const unsigned warp = threadIdx.x / 32;
-    if (threadIdx.x % 32 == 0) {
+    const unsigned warp = tid / 32;
+    if (tid % 32 == 0) {
         warp_sums[warp] = v;
     }
-    __syncthreads();
+    sync();
     if (warp == 0) {
-        v = threadIdx.x < SPGPU_BLOCK / 32 ? warp_sums[threadIdx.x] : acc_t(0);
+        v = tid < SPGPU_BLOCK / 32 ? warp_sums[tid] : acc_t(0);
         v = group_sum<SPGPU_BLOCK / 32>(v);
     }
     return v;
 }
 
-// Loads entries threadIdx.x + k * SPGPU_BLOCK (k < PER) of cols and vals below n into c and v
-// (coalesced across the block, evict-first: read once); zeros past n.
+// Loads entries tid + k * SPGPU_BLOCK (k < PER) of cols and vals below n into c and v
+// (coalesced across the row block, evict-first: read once); zeros past n.
 template <typename T, unsigned PER>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
-                                             unsigned n, unsigned (&c)[PER], T (&v)[PER]) {
+                                             unsigned n, unsigned tid, unsigned (&c)[PER], T (&v)[PER]) {
 #pragma unroll
     for (unsigned k = 0; k < PER; ++k) {
-        const unsigned i = threadIdx.x + k * SPGPU_BLOCK;
+        const unsigned i = tid + k * SPGPU_BLOCK;
         c[k] = i < n ? ldcs(cols + i) : 0u;
         v[k] = i < n ? ldcs(vals + i) : T(0);
     }
 }
 
-// The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the whole block, valid in
-// thread 0: every thread loads CHUNK / SPGPU_BLOCK entries (coalesced, evict-first), then
-// gathers x. 0 when alpha == 0 (nothing is read). Every thread of the block must call it.
-template <typename T, unsigned CHUNK>
+// The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the row block, valid in tid
+// 0: every thread loads CHUNK / SPGPU_BLOCK entries (coalesced, evict-first), then gathers
+// x. 0 when alpha == 0 (nothing is read). Every thread of the row block must call it.
+// BATCH entries per thread are loaded at once (all of them by default; fewer keeps fewer
+// registers live), and each thread adds its entries in the same order either way.
+template <typename T, unsigned CHUNK, unsigned BATCH = CHUNK / SPGPU_BLOCK, typename X, typename Sync>
 __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, const T* __restrict__ vals,
-                                           unsigned n, const T* __restrict__ x, T alpha) {
+                                           unsigned n, X xv, T alpha, unsigned tid, acc_t* warp_sums,
+                                           Sync sync) {
     constexpr unsigned PER_THREAD = CHUNK / SPGPU_BLOCK;
-    const unsigned tid = threadIdx.x;
+    static_assert(PER_THREAD % BATCH == 0, "batches split the entries of a thread evenly");
     acc_t sum = 0;
     if (alpha != T(0)) {
-        unsigned c[PER_THREAD];
-        T v[PER_THREAD];
-        load_entries(cols, vals, n, c, v);
+#pragma unroll 1
+        for (unsigned k0 = 0; k0 < PER_THREAD; k0 += BATCH) {
+            const unsigned at = k0 * SPGPU_BLOCK;
+            const unsigned m = n > at ? n - at : 0u;
+            unsigned c[BATCH];
+            T v[BATCH];
+            load_entries(cols + at, vals + at, m, tid, c, v);
 #pragma unroll
-        for (unsigned k = 0; k < PER_THREAD; ++k) {
-            if (tid + k * SPGPU_BLOCK < n) {
-                sum += acc_t(v[k]) * acc_t(ldg(x + c[k]));
+            for (unsigned k = 0; k < BATCH; ++k) {
+                if (tid + k * SPGPU_BLOCK < m) {
+                    sum += acc_t(v[k]) * acc_t(xv(c[k]));
+                }
             }
         }
     }
-    return block_sum(sum);
+    return block_sum(sum, tid, warp_sums, sync);
 }
 
-template <typename T, typename O>
-__device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
-                                             const unsigned* __restrict__ col_indices,
-                                             const T* __restrict__ values, const T* __restrict__ x, T alpha,
-                                             T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                             const O* __restrict__ block_entry,
-                                             acc_t* __restrict__ partials) {
-    __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
-    const unsigned b = blockIdx.x;
+// Row block b of the balanced kernel, run by SPGPU_BLOCK threads (tid their index) with
+// SPGPU_BALANCED_ENTRIES products and SPGPU_BLOCK / 32 warp sums of shared memory.
+template <typename T, typename O, unsigned CHUNK_BATCH, typename X, typename Sync>
+__device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* prod, acc_t* warp_sums, Sync sync,
+                                               const O* __restrict__ row_offsets,
+                                               const unsigned* __restrict__ col_indices,
+                                               const T* __restrict__ values, X xv, T alpha, T beta,
+                                               T* __restrict__ y, const unsigned* __restrict__ block_row,
+                                               const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
     const unsigned row_tag = ldg(block_row + b);
     const O e0 = ldg(block_entry + b);
     const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most SPGPU_BALANCED_CHUNK
-    const unsigned tid = threadIdx.x;
     constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
 
     if (row_tag & SPGPU_LONG_FLAG) {
         // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
         // registers): when it is the whole row, it writes y; otherwise its sum goes to
         // partials[b] for the fix-up kernel.
-        const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK>(col_indices + e0, values + e0, n, x, alpha);
+        const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv,
+                                                                          alpha, tid, warp_sums, sync);
         if (tid == 0) {
             const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
             if (e0 == ldg(row_offsets + row) && e0 + n == ldg(row_offsets + row + 1)) {
@@ -201,15 +241,15 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
     if (alpha != T(0)) {
         unsigned c[PER_THREAD];
         T v[PER_THREAD];
-        load_entries(col_indices + e0, values + e0, n, c, v);
+        load_entries(col_indices + e0, values + e0, n, tid, c, v);
 #pragma unroll
         for (unsigned k = 0; k < PER_THREAD; ++k) {
             const unsigned i = tid + k * SPGPU_BLOCK;
             if (i < n) {
-                prod[i] = acc_t(v[k]) * acc_t(ldg(x + c[k]));
+                prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
             }
         }
-        __syncthreads();
+        sync();
     }
     // threads_per_row(rows): the largest power of two t with rows * t <= SPGPU_BLOCK, at most 32.
     const unsigned t_max = SPGPU_BLOCK / rows;
@@ -233,6 +273,88 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
     }
     if (active && lane == 0) {
         store_axpby(y, row, alpha, sum, beta);
+    }
+}
+
+// The balanced kernel: one block of SPGPU_BLOCK threads per row block.
+template <typename T, typename O>
+__device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
+                                             const unsigned* __restrict__ col_indices,
+                                             const T* __restrict__ values, const T* __restrict__ x, T alpha,
+                                             T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
+                                             const O* __restrict__ block_entry,
+                                             acc_t* __restrict__ partials) {
+    __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
+    __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
+    balanced_block<T, O, SPGPU_BALANCED_CHUNK / SPGPU_BLOCK>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
+                                                             row_offsets, col_indices, values, PlainX<T>{x}, alpha,
+                                                             beta, y, block_row, block_entry, partials);
+}
+
+// The hot-column kernel (src/gpu/hot.rs): the balanced kernel's row blocks, with the entries
+// of x that most entries read (the hot columns, at most one block's dynamic shared memory)
+// copied once per block into shared memory from hot_x, where gather_<T> put them (contiguous,
+// so each block's copy is coalesced). The upload stored each entry of a hot column
+// as SPGPU_HOT_FLAG | its slot in hot_cols, so its x is read from there: on R-MAT graphs a
+// few thousand columns hold a third to a half of the entries, and their gathers otherwise
+// load the L2, which bounds the kernel. Blocks of SPGPU_HOT_GROUPS * SPGPU_BLOCK threads, as
+// many as fit the GPU at once; each group of SPGPU_BLOCK threads runs row blocks
+// blockIdx.x * SPGPU_HOT_GROUPS + group, then every gridDim.x * SPGPU_HOT_GROUPS-th after
+// it, exactly as the balanced kernel runs one (same sums in the same order: bit-identical
+// results).
+#define SPGPU_HOT_GROUPS 4
+// Blocks of the hot-column kernel resident on one SM: 64 warps, as the balanced kernel has
+// (its registers are capped to allow it).
+#define SPGPU_HOT_BLOCKS_PER_SM 2
+// Entries per thread loaded at once in a chunk of a long row (of 8): fewer registers.
+#define SPGPU_HOT_CHUNK_BATCH 4
+template <typename T, typename O>
+__device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const unsigned* __restrict__ col_indices,
+                                        const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
+                                        T* __restrict__ y, const unsigned* __restrict__ block_row,
+                                        const O* __restrict__ block_entry, acc_t* __restrict__ partials,
+                                        unsigned nblocks, const T* __restrict__ hot_x, unsigned nhot,
+                                        unsigned* __restrict__ counter) {
+    extern __shared__ __align__(16) unsigned char hot_smem[];
+    T* hot = reinterpret_cast<T*>(hot_smem);
+    __shared__ acc_t prod[SPGPU_HOT_GROUPS][SPGPU_BALANCED_ENTRIES];
+    __shared__ acc_t warp_sums[SPGPU_HOT_GROUPS][SPGPU_BLOCK / 32];
+    if (alpha != T(0)) {
+        for (unsigned s = threadIdx.x; s < nhot; s += blockDim.x) {
+            hot[s] = ldg(hot_x + s);
+        }
+    }
+    __syncthreads();
+    const unsigned g = threadIdx.x / SPGPU_BLOCK;
+    const unsigned tid = threadIdx.x % SPGPU_BLOCK;
+    const GroupSync sync{g + 1};
+    // Row blocks are handed out in order: each group's first is fixed, the next ones are
+    // taken from the counter (gather_<T> zeroed it before this kernel), so a group that drew
+    // slow row blocks takes fewer. Which group sums a row block does not change its sum.
+    __shared__ unsigned next[SPGPU_HOT_GROUPS][2];
+    unsigned b = blockIdx.x * SPGPU_HOT_GROUPS + g;
+    for (unsigned it = 0; b < nblocks; ++it) {
+        balanced_block<T, O, SPGPU_HOT_CHUNK_BATCH>(b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices,
+                                                    values, HotX<T>{x, hot}, alpha, beta, y, block_row,
+                                                    block_entry, partials);
+        if (tid == 0) {
+            next[g][it & 1] = atomicAdd(counter, 1u) + gridDim.x * SPGPU_HOT_GROUPS;
+        }
+        sync();  // next is written, and prod and warp_sums can be reused
+        b = next[g][it & 1];
+    }
+}
+
+// On the device, hot-column storage back to plain columns (when another kernel is chosen):
+// cols[i] = hot_cols[cols[i] & ~SPGPU_HOT_FLAG] for flagged entries (grid-stride).
+__device__ __forceinline__ void unflag_hot(unsigned long long n, unsigned* __restrict__ cols,
+                                           const unsigned* __restrict__ hot_cols) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned c = cols[i];
+        if (c & SPGPU_HOT_FLAG) {
+            cols[i] = hot_cols[c & ~SPGPU_HOT_FLAG];
+        }
     }
 }
 
@@ -283,7 +405,9 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const unsigned chunk = blockIdx.x - nslice_blocks;
         const O e0 = ldg(chunk_entry + chunk);
         const unsigned n = unsigned(ldg(chunk_entry + chunk + 1) - e0);  // at most SPGPU_SELL_CHUNK
-        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, x, alpha);
+        __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
+        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
+                                                         warp_sums, BlockSync{});
         if (tid == 0) {
             partials[chunk] = sum;
         }
@@ -373,6 +497,16 @@ typedef unsigned long long u64;
         csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
                            partials);                                                                    \
     }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
+        spmv_csr_hot_##T##SUFFIX(                                                                        \
+        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
+        acc_t *__restrict__ partials, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,      \
+        unsigned *__restrict__ counter) {                                                                \
+        csr_hot<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,       \
+                      partials, nblocks, hot_x, nhot, counter);                                          \
+    }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
         const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
@@ -391,6 +525,17 @@ typedef unsigned long long u64;
         T alpha, T beta, T *__restrict__ y) {                                                            \
         csr_balanced_fixup<T>(nlong, long_rows, partials, alpha, beta, y);                               \
     }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) gather_##T(                                 \
+        unsigned n, const unsigned *__restrict__ idx, const T *__restrict__ x, T *__restrict__ out,      \
+        unsigned *__restrict__ counter) {                                                                \
+        const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;                                        \
+        if (i == 0) {                                                                                    \
+            *counter = 0;                                                                                \
+        }                                                                                                \
+        if (i < n) {                                                                                     \
+            out[i] = ldg(x + ldg(idx + i));                                                              \
+        }                                                                                                \
+    }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \
         fill<T>(n, value, y);                                                                              \
@@ -398,6 +543,11 @@ typedef unsigned long long u64;
 
 SPGPU_KERNELS(f32)
 SPGPU_KERNELS(f64)
+
+extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
+    unflag_hot_columns(unsigned long long n, unsigned* __restrict__ cols, const unsigned* __restrict__ hot_cols) {
+    unflag_hot(n, cols, hot_cols);
+}
 
 extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
     widen_u32_u64(unsigned long long n, const unsigned* __restrict__ in, u64* __restrict__ out) {

@@ -9,6 +9,7 @@ use common::{gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use spgpu::gpu::hot::HotChoice;
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
 
@@ -566,9 +567,13 @@ fn offsets_past_2_to_the_32_f32() {
 
 /// Device memory is planned: what is available is known before an upload (free memory plus
 /// what spgpu's pool holds unused), and freeing a matrix gives its bytes back to it.
+/// Held by the tests that allocate hundreds of MB, so that the memory test sees only its own.
+static LARGE_ALLOCATIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn device_memory_is_planned_before_upload() {
     let Some(ctx) = gpu("device_memory_is_planned_before_upload") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let before = ctx.available_memory().unwrap();
     assert!(before > 0 && before <= ctx.info().total_memory as u64, "{before}");
     // 45M entries: 556 MB as CSR, well above what the other tests of this file, running
@@ -582,4 +587,106 @@ fn device_memory_is_planned_before_upload() {
     ctx.synchronize().unwrap();
     let after = ctx.available_memory().unwrap();
     assert!(after + slack >= before, "{before} -> {after}");
+}
+
+/// The hot-column kernel (`spgpu::gpu::hot`), forced on small matrices with 1, 64 and every
+/// column hot, with 32-bit and 64-bit positions: results bit-identical to the balanced
+/// kernel's (same sums in the same order) and within the reference's bound, repeated calls
+/// bit-identical, `beta = 0` never reading `y` (NaN there), `alpha = 0` only scaling `y`.
+/// The download gives the matrix back; switching to another kernel restores the columns
+/// on the device.
+fn hot_columns<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(4242);
+    let mut cases: Vec<(String, CsrMatrix<T>)> =
+        matrices().into_iter().map(|(n, a)| (n.to_string(), a.cast())).collect();
+    cases.push(("rmat 2^12, 16 per row".to_string(), gen::rmat::<T>(12, 16, 5).unwrap()));
+    cases.push(("graphlap rmat 2^11".to_string(), gen::from_spec::<T>("graphlap:rmat:11:8").unwrap()));
+    let bits = |v: &[T]| v.iter().map(|g| g.to_f64().to_bits()).collect::<Vec<u64>>();
+    for (name, a) in &cases {
+        let plain = DeviceCsr::upload_with_hot(ctx, a, KernelChoice::Balanced, HotChoice::Off, 0).unwrap();
+        assert!(!plain.plan().hot_columns(), "{name}");
+        for (slots, base) in [(1, 0), (64, 0), (usize::MAX, 0), (64, (1u64 << 32) + 12_345)] {
+            let hot =
+                DeviceCsr::upload_with_hot(ctx, a, KernelChoice::Balanced, HotChoice::Force(slots), base).unwrap();
+            let what = format!("{name}, {} hot slots at most, base {base}", slots.min(a.ncols()));
+            assert_eq!(hot.plan().hot_columns(), a.nnz() > 0, "{what}");
+            if a.nnz() > 0 {
+                assert!(hot.plan().explain().contains("hot columns hold"), "{what}: {}", hot.plan().explain());
+                assert!(hot.csr_ptrs().is_none(), "{what}: flagged columns must not be handed out");
+            }
+            assert_eq!(hot.download().unwrap(), *a, "{what}: download");
+            for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0), (0.0, -2.5)] {
+                let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+                let x = random_vec::<T>(&mut rng, a.ncols());
+                let y0: Vec<T> = if beta == T::ZERO {
+                    vec![T::from_f64(f64::NAN); a.nrows()]
+                } else {
+                    random_vec(&mut rng, a.nrows())
+                };
+                let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                let mut y_plain = DeviceVector::from_slice(ctx, &y0).unwrap();
+                plain.spmv(alpha, &d_x, beta, &mut y_plain).unwrap();
+                let want = bits(&y_plain.to_vec().unwrap());
+                for call in 0..3 {
+                    let mut y_hot = DeviceVector::from_slice(ctx, &y0).unwrap();
+                    hot.spmv(alpha, &d_x, beta, &mut y_hot).unwrap();
+                    let got = y_hot.to_vec().unwrap();
+                    let what = format!("{what}, alpha {alpha}, beta {beta}, call {call}");
+                    check(&what, a, alpha, &x, beta, &y0, &got);
+                    assert_eq!(bits(&got), want, "{what}: differs from the balanced kernel");
+                }
+            }
+            // another kernel reads plain columns again
+            let mut hot = hot;
+            hot.set_kernel(KernelChoice::Scalar).unwrap();
+            assert!(!hot.plan().hot_columns() && (a.nnz() == 0 || hot.csr_ptrs().is_some()), "{what}");
+            let x = random_vec::<T>(&mut rng, a.ncols());
+            let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::ZERO; a.nrows()]).unwrap();
+            hot.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+            check(
+                &format!("{what}, scalar after hot"),
+                a,
+                T::ONE,
+                &x,
+                T::ZERO,
+                &vec![T::ZERO; a.nrows()],
+                &d_y.to_vec().unwrap(),
+            );
+            assert_eq!(hot.download().unwrap(), *a, "{what}: download after switching");
+        }
+    }
+}
+
+#[test]
+fn hot_columns_f64() {
+    hot_columns::<f64>("hot_columns_f64");
+}
+
+#[test]
+fn hot_columns_f32() {
+    hot_columns::<f32>("hot_columns_f32");
+}
+
+/// The automatic rule: an R-MAT graph of 2^20 rows gets hot columns (more than 4M entries,
+/// a third of them in hot columns), a power-law matrix with uniform columns does not.
+#[test]
+fn hot_columns_are_chosen_for_skewed_columns_only() {
+    let Some(ctx) = gpu("hot_columns_are_chosen_for_skewed_columns_only") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let rmat = gen::rmat::<f32>(20, 16, 1).unwrap();
+    let d = DeviceCsr::upload(ctx, &rmat).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
+    assert!(d.plan().hot_columns(), "{}", d.plan().explain());
+    assert_eq!(d.storage_name(), "CSR with row blocks and hot columns");
+    let x: Vec<f32> = (0..rmat.ncols()).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &vec![f32::NAN; rmat.nrows()]).unwrap();
+    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+    check("rmat:20:16, auto", &rmat, 1.0, &x, 0.0, &vec![f32::NAN; rmat.nrows()], &d_y.to_vec().unwrap());
+    let power = gen::from_spec::<f32>("powerlaw:1000000").unwrap();
+    let d = DeviceCsr::upload(ctx, &power).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
+    assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
 }

@@ -317,8 +317,17 @@ fn threads_sharing_a_matrix_with_chunked_long_rows_get_their_own_products() {
     }
     let a = coo.to_csr();
     let threads = env_count("SPGPU_STRESS_THREADS", 8);
-    for choice in [spgpu::gpu::KernelChoice::Balanced, spgpu::gpu::KernelChoice::Sell] {
-        let d_a = DeviceCsr::upload_with(ctx, &a, choice).unwrap();
+    // balanced, balanced with hot columns (each product gathers its x into the matrix's
+    // scratch first), and SELL
+    use spgpu::gpu::{hot::HotChoice, KernelChoice};
+    for (choice, hot) in [
+        (KernelChoice::Balanced, HotChoice::Off),
+        (KernelChoice::Balanced, HotChoice::Force(256)),
+        (KernelChoice::Sell, HotChoice::Off),
+    ] {
+        let d_a = DeviceCsr::upload_with_hot(ctx, &a, choice, hot, 0).unwrap();
+        assert_eq!(d_a.plan().hot_columns(), hot != HotChoice::Off);
+        let choice = format!("{choice}{}", if d_a.plan().hot_columns() { " with hot columns" } else { "" });
         let failures = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for t in 0..threads {

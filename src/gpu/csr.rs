@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use cust::memory::DevicePointer;
 
 use super::balance::RowBlocks;
+use super::hot::{plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
 use super::positions::PIECE;
 use super::positions::{positions_need_64_bits, shifted, Positions};
@@ -64,9 +65,11 @@ pub struct DeviceCsr<T: Scalar> {
 enum Storage<T: Scalar> {
     Csr {
         row_offsets: Positions,
+        /// With hot columns, the columns of their entries are flagged slots ([`super::hot`]).
         col_indices: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
         balanced: Option<Box<Balanced>>,
+        hot: Option<Box<DeviceHot<T>>>,
     },
     Ell(Box<DeviceEll<T>>),
     Sell(Box<DeviceSell<T>>),
@@ -234,6 +237,26 @@ impl Balanced {
     }
 }
 
+/// The column indices of `a` with the entries of hot columns flagged ([`HotColumns::flag`]),
+/// made and uploaded a piece at a time (no second host copy of the columns).
+fn upload_flagged<T: Scalar>(
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    hot: &HotColumns,
+) -> Result<Option<DeviceMemory<u32>>> {
+    if a.nnz() == 0 {
+        return Ok(None);
+    }
+    let map = hot.slot_map(a.ncols());
+    let mut d = DeviceMemory::<u32>::uninit(ctx, a.nnz(), "CSR column indices (hot columns flagged)")?;
+    let mut buf = Vec::with_capacity(PIECE.min(a.nnz()));
+    for (k, piece) in a.col_indices().chunks(PIECE).enumerate() {
+        HotColumns::flag(&map, piece, &mut buf);
+        d.copy_from_host_at(k * PIECE, &buf, "CSR column indices (hot columns flagged)")?;
+    }
+    Ok(Some(d))
+}
+
 impl<T: Scalar> DeviceCsr<T> {
     /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::from_stats`]):
     /// the plan picks the kernel and the storage (CSR, CSR with row blocks for the balanced
@@ -291,7 +314,37 @@ impl<T: Scalar> DeviceCsr<T> {
         positions_need_64_bits(nnz) || base != 0
     }
 
+    /// For tests of the hot-column kernel ([`super::hot`]): [`upload_with_entry_base`]
+    /// (`base` 0: an ordinary upload), with hot columns as `hot` says; they apply only when
+    /// the plan runs the balanced kernel.
+    ///
+    /// [`upload_with_entry_base`]: DeviceCsr::upload_with_entry_base
+    ///
+    /// # Errors
+    ///
+    /// As [`upload_with`](DeviceCsr::upload_with).
+    #[doc(hidden)]
+    pub fn upload_with_hot(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        choice: KernelChoice,
+        hot: HotChoice,
+        base: u64,
+    ) -> Result<Self> {
+        Self::upload_shifted_hot(ctx, a, choice, base, hot)
+    }
+
     fn upload_shifted(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice, base: u64) -> Result<Self> {
+        Self::upload_shifted_hot(ctx, a, choice, base, HotChoice::Auto)
+    }
+
+    fn upload_shifted_hot(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        choice: KernelChoice,
+        base: u64,
+        hot_choice: HotChoice,
+    ) -> Result<Self> {
         let started = Instant::now();
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
@@ -317,6 +370,10 @@ impl<T: Scalar> DeviceCsr<T> {
             }
         }
         let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
+        let hot = match &blocks {
+            Some(_) => plan_hot::<T>(ctx, a.col_indices(), a.ncols(), wide, hot_choice)?,
+            None => None,
+        };
         let mut preprocessing = started.elapsed();
         // Planned, not discovered: the device bytes of the chosen storage against what the
         // device has free, before anything is allocated.
@@ -325,7 +382,10 @@ impl<T: Scalar> DeviceCsr<T> {
             (Some(s), _) => s.device_bytes(T::BYTES),
             (None, b) => {
                 let offset = if wide { 8 } else { 4 };
-                (a.nrows() + 1) * offset + a.nnz() * (4 + T::BYTES) + b.as_ref().map_or(0, |b| b.device_bytes(wide))
+                (a.nrows() + 1) * offset
+                    + a.nnz() * (4 + T::BYTES)
+                    + b.as_ref().map_or(0, |b| b.device_bytes(wide))
+                    + hot.as_ref().map_or(0, |(h, _, _)| DeviceHot::<T>::bytes(h.len()))
             }
         } as u64;
         let available = ctx.available_memory()?;
@@ -361,11 +421,31 @@ impl<T: Scalar> DeviceCsr<T> {
             preprocessing += converting.elapsed();
             Storage::Sell(Box::new(d))
         } else {
+            let (col_indices, hot) = match hot {
+                Some((h, grid, shared_bytes)) => {
+                    // flagged a piece at a time while uploading: preprocessing, as for ELL
+                    let flagging = Instant::now();
+                    let cols = upload_flagged(ctx, a, &h)?;
+                    preprocessing += flagging.elapsed();
+                    let d = DeviceHot {
+                        columns: DeviceMemory::from_slice(ctx, h.columns(), "hot columns")?,
+                        x: DeviceMemory::uninit(ctx, h.len(), "hot entries of x")?,
+                        counter: DeviceMemory::zeroed(ctx, 1, "the hot-column kernel's row-block counter")?,
+                        len: h.len(),
+                        entries: h.entries(),
+                        grid,
+                        shared_bytes,
+                    };
+                    (cols, Some(Box::new(d)))
+                }
+                None => (upload(a.col_indices(), "CSR column indices")?, None),
+            };
             Storage::Csr {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
-                col_indices: upload(a.col_indices(), "CSR column indices")?,
+                col_indices,
                 values: upload(a.values(), "CSR values")?,
                 balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b, wide, base).map(Box::new)).transpose()?,
+                hot,
             }
         };
         let mut d = DeviceCsr {
@@ -381,7 +461,21 @@ impl<T: Scalar> DeviceCsr<T> {
             entry_base: base,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
+        d.note_hot();
         Ok(d)
+    }
+
+    /// Tells the plan about the hot columns, if the matrix has them.
+    fn note_hot(&mut self) {
+        if let Storage::Csr { hot: Some(h), .. } = &self.storage {
+            let share = h.entries as f64 / self.nnz.max(1) as f64;
+            self.plan.set_hot(format!(
+                "{} hot columns hold {:.1}% of the entries: their x is read from shared memory ({} per block)",
+                h.len,
+                100.0 * share,
+                crate::error::human_bytes(h.shared_bytes as u64)
+            ));
+        }
     }
 
     /// `y = alpha*A*x + beta*y`, queued on the context's stream with the plan's kernel; does
@@ -418,8 +512,8 @@ impl<T: Scalar> DeviceCsr<T> {
             (Storage::Csr { .. }, SpmvKernel::Vector { threads_per_row }) => {
                 kernels::spmv::csr_vector(self.ctx, stream, threads_per_row, self, alpha, x, beta, y)
             }
-            (Storage::Csr { balanced: Some(b), .. }, SpmvKernel::Balanced) => {
-                kernels::spmv::csr_balanced(self.ctx, stream, self, b, alpha, x, beta, y)
+            (Storage::Csr { balanced: Some(b), hot, .. }, SpmvKernel::Balanced) => {
+                kernels::spmv::csr_balanced(self.ctx, stream, self, b, hot.as_deref(), alpha, x, beta, y)
             }
             // set_kernel and upload_with keep storage and kernel together, so these arms only
             // guard the invariant.
@@ -460,10 +554,27 @@ impl<T: Scalar> DeviceCsr<T> {
                     *balanced = Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?));
                 }
             }
-            (Storage::Csr { .. }, _) => {}
+            (Storage::Csr { col_indices, hot, .. }, _) => {
+                // the other CSR kernels read plain columns
+                if let Some(h) = hot.take() {
+                    // SAFETY: the column array holds nnz flagged columns (nnz > 0: a matrix
+                    // with hot columns has entries), each flagged slot below h.len; the
+                    // stream orders the kernel before every later use of the columns.
+                    unsafe {
+                        kernels::spmv::unflag_hot(
+                            self.ctx,
+                            ptr_of(col_indices.as_ref()).as_raw(),
+                            h.columns.as_device_ptr().as_raw(),
+                            self.nnz,
+                        )?
+                    };
+                    self.ctx.synchronize()?;
+                }
+            }
         }
         self.plan = plan;
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
+        self.note_hot();
         Ok(())
     }
 
@@ -484,7 +595,11 @@ impl<T: Scalar> DeviceCsr<T> {
         match &self.storage {
             Storage::Ell(e) => e.width() * e.nrows() * (4 + T::BYTES),
             Storage::Sell(sl) => sl.bytes,
-            Storage::Csr { balanced, .. } => self.csr_bytes() + balanced.as_ref().map_or(0, |b| b.bytes),
+            Storage::Csr { balanced, hot, .. } => {
+                self.csr_bytes()
+                    + balanced.as_ref().map_or(0, |b| b.bytes)
+                    + hot.as_ref().map_or(0, |h| DeviceHot::<T>::bytes(h.len))
+            }
         }
     }
 
@@ -544,10 +659,14 @@ impl<T: Scalar> DeviceCsr<T> {
                 self.ctx.synchronize()?;
                 sl.download(self.entry_base)
             }
-            Storage::Csr { row_offsets, col_indices, values, .. } => {
+            Storage::Csr { row_offsets, col_indices, values, hot, .. } => {
                 self.ctx.synchronize()?;
                 let offsets = row_offsets.download(self.nrows + 1, self.entry_base, "CSR row offsets")?;
-                let cols = download(col_indices.as_ref(), self.nnz, "CSR column indices")?;
+                let mut cols = download(col_indices.as_ref(), self.nnz, "CSR column indices")?;
+                if let Some(h) = hot {
+                    let columns = download(Some(&h.columns), h.len, "hot columns")?;
+                    HotColumns::unflag(&columns, &mut cols);
+                }
                 let vals = download(values.as_ref(), self.nnz, "CSR values")?;
                 Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
             }
@@ -569,8 +688,11 @@ impl<T: Scalar> DeviceCsr<T> {
             ptr_of(m).as_raw()
         }
         let mut v = match &self.storage {
-            Storage::Csr { row_offsets, col_indices, values, balanced } => {
+            Storage::Csr { row_offsets, col_indices, values, balanced, hot } => {
                 let mut v = vec![row_offsets.addr(), a(col_indices.as_ref()), a(values.as_ref())];
+                if let Some(h) = hot {
+                    v.extend([a(Some(&h.columns)), a(Some(&h.x)), a(Some(&h.counter))]);
+                }
                 if let Some(b) = balanced {
                     v.extend([
                         a(Some(&b.block_row)),
@@ -603,7 +725,8 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn storage_name(&self) -> &'static str {
         match &self.storage {
             Storage::Csr { balanced: None, .. } => "CSR",
-            Storage::Csr { balanced: Some(_), .. } => "CSR with row blocks",
+            Storage::Csr { balanced: Some(_), hot: None, .. } => "CSR with row blocks",
+            Storage::Csr { balanced: Some(_), hot: Some(_), .. } => "CSR with row blocks and hot columns",
             Storage::Ell(_) => "ELLPACK",
             Storage::Sell(_) => "SELL-C-sigma",
         }
@@ -611,9 +734,19 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// The device CSR arrays for other CUDA code (cuSPARSE, through FFI), valid while `self`
     /// lives. `None` when the plan stored the matrix as ELLPACK or SELL
-    /// ([`ell`](DeviceCsr::ell)); upload with a CSR kernel
-    /// ([`upload_with`](DeviceCsr::upload_with)) to get them.
+    /// ([`ell`](DeviceCsr::ell)), or as CSR with hot columns (whose column array holds
+    /// flagged slots, [`hot`](super::hot)); upload with a CSR kernel other than balanced
+    /// ([`upload_with`](DeviceCsr::upload_with)), or switch to one
+    /// ([`set_kernel`](DeviceCsr::set_kernel)), to get them.
     pub fn csr_ptrs(&self) -> Option<CsrPtrs<T>> {
+        match &self.storage {
+            Storage::Csr { hot: Some(_), .. } => None,
+            _ => self.stored_csr_ptrs(),
+        }
+    }
+
+    /// The device CSR arrays as stored (flagged columns when the matrix has hot columns).
+    fn stored_csr_ptrs(&self) -> Option<CsrPtrs<T>> {
         match &self.storage {
             Storage::Csr { row_offsets, col_indices, values, .. } => Some(CsrPtrs {
                 row_offsets: row_offsets.addr(),
@@ -628,7 +761,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// What the CSR kernels are handed: `(64-bit, row offsets, columns, values)` addresses,
     /// the entry arrays moved back by the test-only entry base. `None` unless stored as CSR.
     pub(crate) fn kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
-        let p = self.csr_ptrs()?;
+        let p = self.stored_csr_ptrs()?;
         let base = self.entry_base;
         Some((
             p.offsets_64_bit,

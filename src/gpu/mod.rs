@@ -85,6 +85,7 @@ mod context;
 pub(crate) mod csr;
 pub mod driver;
 mod ell;
+pub mod hot;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 mod module;

@@ -210,6 +210,8 @@ pub struct SpmvPlan {
     max: usize,
     reason: String,
     memory: Option<(usize, usize)>,
+    /// What the upload found about hot columns ([`super::hot`]), when it uses them.
+    hot: Option<String>,
 }
 
 impl SpmvPlan {
@@ -287,6 +289,7 @@ impl SpmvPlan {
             max: stats.max,
             reason,
             memory: None,
+            hot: None,
         })
     }
 
@@ -420,6 +423,18 @@ impl SpmvPlan {
         self.memory = Some((device_bytes, csr_bytes));
     }
 
+    /// Records that the balanced kernel reads the hot columns' `x` from shared memory, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_hot(&mut self, note: String) {
+        self.hot = Some(note);
+    }
+
+    /// Whether the uploaded matrix runs the balanced kernel with hot columns
+    /// ([`super::hot`]).
+    pub fn hot_columns(&self) -> bool {
+        self.hot.is_some()
+    }
+
     /// The plan of an ELLPACK matrix (always the ELL kernel); `stats` are its rows'
     /// statistics.
     pub fn for_ell(stats: &RowStats, warp_size: u32) -> SpmvPlan {
@@ -433,6 +448,7 @@ impl SpmvPlan {
             max: stats.max,
             reason: "the matrix is stored as ELLPACK".to_string(),
             memory: None,
+            hot: None,
         }
     }
 
@@ -517,6 +533,9 @@ impl SpmvPlan {
                 100.0 * extra,
                 crate::error::human_bytes(csr as u64)
             );
+        }
+        if let Some(hot) = &self.hot {
+            s += &format!("\n  x: {hot}");
         }
         s
     }

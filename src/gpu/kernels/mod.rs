@@ -27,20 +27,33 @@ pub enum GpuKernel {
     /// `out[i] = in[i]` from `u32` to `u64` (module [`ModuleId::Spmv`], one kernel for both
     /// element types, named `widen_u32_u64`): 64-bit column indices for other libraries.
     WidenIndices,
+    /// The balanced kernel with the hot entries of `x` in shared memory (`spmv_csr_hot_<T>`,
+    /// with a 64-bit variant; module [`ModuleId::Spmv`]).
+    BalancedHot,
+    /// `out[i] = x[idx[i]]` (`gather_<T>`, module [`ModuleId::Spmv`]): the hot entries of `x`.
+    Gather,
+    /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
+    /// for both element types, named `unflag_hot_columns`).
+    UnflagHot,
 }
 
 impl GpuKernel {
     /// The module that holds the kernel.
     pub fn module(self) -> ModuleId {
         match self {
-            GpuKernel::Spmv(_) | GpuKernel::FillVector | GpuKernel::BalancedFixup | GpuKernel::WidenIndices => {
-                ModuleId::Spmv
-            }
+            GpuKernel::Spmv(_)
+            | GpuKernel::FillVector
+            | GpuKernel::BalancedFixup
+            | GpuKernel::WidenIndices
+            | GpuKernel::BalancedHot
+            | GpuKernel::Gather
+            | GpuKernel::UnflagHot => ModuleId::Spmv,
         }
     }
 
     /// Every kernel the Rust side can launch (each exists for f32 and f64, but
-    /// [`WidenIndices`](GpuKernel::WidenIndices), which is one).
+    /// [`WidenIndices`](GpuKernel::WidenIndices) and [`UnflagHot`](GpuKernel::UnflagHot),
+    /// which are one each).
     pub fn all() -> Vec<GpuKernel> {
         let mut all = vec![
             GpuKernel::Spmv(SpmvKernel::Scalar),
@@ -50,6 +63,9 @@ impl GpuKernel {
             GpuKernel::BalancedFixup,
             GpuKernel::FillVector,
             GpuKernel::WidenIndices,
+            GpuKernel::BalancedHot,
+            GpuKernel::Gather,
+            GpuKernel::UnflagHot,
         ];
         all.extend(
             super::plan::VECTOR_THREADS_PER_ROW
@@ -85,6 +101,9 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::BalancedFixup => format!("spmv_csr_balanced_fixup_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
+        GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
+        GpuKernel::Gather => format!("gather_{scalar}"),
+        GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
     }
 }
 
@@ -114,7 +133,7 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
 pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
     let mut names = Vec::new();
     for kernel in GpuKernel::all() {
-        if kernel == GpuKernel::WidenIndices {
+        if matches!(kernel, GpuKernel::WidenIndices | GpuKernel::UnflagHot) {
             names.push((kernel.module(), kernel_name(kernel, "")));
             continue;
         }
@@ -122,6 +141,9 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             names.push((kernel.module(), kernel_name(kernel, scalar)));
             if let GpuKernel::Spmv(k) = kernel {
                 names.push((kernel.module(), kernel_name_64(k, scalar)));
+            }
+            if kernel == GpuKernel::BalancedHot {
+                names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
         }
     }
@@ -149,10 +171,11 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        // SpMV kernels (4 + 5 vector, each in two widths), fix-up and fill, widen, then the CG
-        // kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 2) + 1 + 2 * 11);
+        // SpMV kernels (4 + 5 vector, each in two widths), fix-up and fill, the hot-column
+        // kernel (two widths) and its gather, widen and unflag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 2) + 2 * 3 + 2 + 2 * 11);
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
+        assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

@@ -4,6 +4,7 @@ use cust::launch;
 
 use super::{blocks, index, kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
+use crate::gpu::hot::{DeviceHot, HOT_THREADS};
 use crate::gpu::memory::DeviceMemory;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
 use crate::gpu::positions::shifted;
@@ -145,7 +146,8 @@ pub(crate) fn ell_on<T: Scalar>(
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
-/// `spmv_csr_balanced_<T>` over the row blocks, then, when there are long rows,
+/// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
+/// entries of x then `spmv_csr_hot_<T>`), then, when there are long rows,
 /// `spmv_csr_balanced_fixup_<T>` (one warp per long row) on the same stream.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn csr_balanced<T: Scalar>(
@@ -153,6 +155,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
     stream: &Stream,
     a: &DeviceCsr<T>,
     blocks: &Balanced,
+    hot: Option<&DeviceHot<T>>,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -162,35 +165,94 @@ pub(crate) fn csr_balanced<T: Scalar>(
     if blocks.nblocks == 0 {
         return Ok(());
     }
-    let grid = index("balanced row blocks", blocks.nblocks)?;
+    let nblocks = index("balanced row blocks", blocks.nblocks)?;
     // The kernel flags long rows in bit 31 of a row index.
     index("rows", a.nrows().saturating_mul(2))?;
     let (wide, offsets, cols, vals) = csr_arrays(a)?;
     if blocks.block_entry.is_wide() != wide {
         return Err(Error::InvalidArgument("balanced row blocks and row offsets differ in width".into()));
     }
-    let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
     ctx.make_current()?;
-    let function = ctx.function(ModuleId::Spmv, &name)?;
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.addr());
     let partials = ptr_of(blocks.partials.as_ref());
-    // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned* col_indices,
-    // const T* values, const T* x, T alpha, T beta, T* y, const unsigned* block_row,
-    // const O* block_entry, double* partials), O 64-bit exactly for _i64 (wide: the offsets
-    // and block starts, checked to agree above), launched with one block of BLOCK threads
-    // per row block as it assumes. The arrays are those of a validated DeviceCsr<T> stored as
-    // CSR (the plan runs this kernel only then) and its RowBlocks, made from the same row
-    // offsets (shifted by the same test-only base as the entry addresses): every block's
-    // entries lie in 0..nnz and its rows in 0..nrows, every column is
-    // below ncols == x.len(), y.len() == nrows (checked above). partials has one slot per
-    // block whenever a chunk block exists (the only blocks that write it). y is borrowed
-    // mutably and cannot alias x.
-    unsafe {
-        launch!(function<<<grid, BLOCK, 0, stream>>>(offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials))
+    match hot {
+        None => {
+            let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
+            let function = ctx.function(ModuleId::Spmv, &name)?;
+            // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
+            // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
+            // block_row, const O* block_entry, double* partials), O 64-bit exactly for _i64
+            // (wide: the offsets and block starts, checked to agree above), launched with one
+            // block of BLOCK threads per row block as it assumes. The arrays are those of a
+            // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
+            // its RowBlocks, made from the same row offsets (shifted by the same test-only base
+            // as the entry addresses): every block's entries lie in 0..nnz and its rows in
+            // 0..nrows, every column is below ncols == x.len(), y.len() == nrows (checked
+            // above). partials has one slot per block whenever a chunk block exists (the only
+            // blocks that write it). y is borrowed mutably and cannot alias x.
+            unsafe {
+                launch!(function<<<nblocks, BLOCK, 0, stream>>>(
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials
+                ))
+            }
+            .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
+        }
+        Some(h) => {
+            let nhot = index("hot columns", h.len)?;
+            let gather = kernel_name(GpuKernel::Gather, T::NAME);
+            let function = ctx.function(ModuleId::Spmv, &gather)?;
+            let (hcols, hx, counter) = (h.columns.as_device_ptr(), h.x.as_device_ptr(), h.counter.as_device_ptr());
+            // SAFETY: gather_<T>(unsigned n, const unsigned* idx, const T* x, T* out, unsigned*
+            // counter), one thread per element (thread 0 zeroes *counter): columns and x of h
+            // hold nhot elements, every column is below ncols == x.len(); h.x and h.counter
+            // are written only here and by the kernel queued next on the same stream (calls on
+            // one matrix are queued under its lock).
+            unsafe { launch!(function<<<blocks_for(h.len)?, BLOCK, 0, stream>>>(nhot, hcols, xp, hx, counter)) }
+                .map_err(|e| Error::cuda(format!("launching {gather}"), e))?;
+            let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
+            let function = ctx.function(ModuleId::Spmv, &name)?;
+            // SAFETY: spmv_csr_hot_<T>[_i64](the balanced kernel's arguments, unsigned nblocks,
+            // const T* hot_x, unsigned nhot, unsigned* counter), with HOT_THREADS threads per block and
+            // h.shared_bytes == nhot * size_of::<T>() bytes of dynamic shared memory (allowed to
+            // the function when the hot columns were planned). As for the balanced kernel above,
+            // and: every column flagged HOT_FLAG at upload holds a slot below nhot, the others a
+            // column below ncols; each block runs row blocks below nblocks only, drawn from the
+            // counter the gather zeroed.
+            unsafe {
+                launch!(function<<<h.grid, HOT_THREADS, h.shared_bytes, stream>>>(
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nblocks, hx, nhot, counter
+                ))
+            }
+            .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
+        }
     }
-    .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
     fixup(ctx, stream, blocks.nlong, blocks.long_rows.as_ref(), partials, alpha, beta, y)
+}
+
+/// `unflag_hot_columns`: `cols[i] = columns[cols[i] & !HOT_FLAG]` for flagged entries, in
+/// place, on the context's stream (grid-stride, at most 65535 blocks).
+///
+/// # Safety
+///
+/// `cols` is a live device array of `n` column indices whose flagged entries hold slots
+/// within the live array `columns`, and nothing else uses `cols` until the stream has run
+/// the kernel.
+pub(crate) unsafe fn unflag_hot(ctx: &Context, cols: u64, columns: u64, n: usize) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let grid = blocks(n, BLOCK).unwrap_or(u32::MAX).min(65_535);
+    let name = kernel_name(GpuKernel::UnflagHot, "");
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let stream = ctx.stream();
+    let n = n as u64;
+    // SAFETY: unflag_hot_columns(unsigned long long n, unsigned* cols, const unsigned*
+    // hot_cols); arguments match in order and size, the caller guarantees the arrays; the
+    // grid-stride loop touches exactly 0..n.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, cols, columns)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
 /// `spmv_sell_<T>` over the slices and the chunks of long rows, then, when there are long rows,

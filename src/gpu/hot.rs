@@ -1,0 +1,353 @@
+//! Hot columns: the entries of `x` that many entries of the matrix read, kept in shared
+//! memory by the balanced kernel.
+//!
+//! On matrices whose columns are read unevenly (R-MAT and other Kronecker graphs: at scale 21
+//! the 8192 most-read of 2 million columns hold 40% of the entries), the balanced kernel is
+//! bound by the L2: every entry gathers one 32-byte sector of `x` for 4 or 8 useful bytes
+//! (on the H200, Nsight Compute shows the L2 at 86-88% of its throughput and the L1 hit rate
+//! at 10%). The hot-column variant of the balanced kernel (`spmv_csr_hot_<T>` in
+//! `ptx/spmv.cu`) copies the hot entries of `x` into each block's shared memory once per
+//! call, so their gathers never reach the L2.
+//!
+//! At upload, [`HotColumns::select`] counts each column's entries and keeps the most-read
+//! columns that repay their copy; each of their entries is then stored as
+//! [`HOT_FLAG`]` | slot` instead of its column (columns are below 2^31, so bit 31 is free),
+//! the slot being the column's place in [`HotColumns::columns`]. Each call gathers the hot
+//! entries of `x` into a contiguous array (`gather_<T>`), which every block copies with
+//! coalesced reads. Downloads restore the columns; nothing else sees the flagged ones.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use cust::function::{BlockSize, FunctionAttribute};
+
+use super::kernels::{kernel_name, GpuKernel};
+use super::memory::DeviceMemory;
+use super::{Context, ModuleId, SpmvPlan};
+use crate::error::DriverError;
+use crate::{Error, Result, Scalar};
+
+/// Bit 31 of a stored column index: the entry's column is hot, and the low 31 bits are its
+/// slot ([`HotColumns::columns`]). `SPGPU_HOT_FLAG` in `ptx/spmv.cu`.
+pub const HOT_FLAG: u32 = 0x8000_0000;
+
+/// Marks a column that is not hot in [`HotColumns::slot_map`].
+const COLD: u32 = u32::MAX;
+
+/// The hot columns of a matrix: which columns, and how many of its entries they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotColumns {
+    columns: Vec<u32>,
+    entries: u64,
+}
+
+impl HotColumns {
+    /// The hot columns of a matrix with these column indices: the columns holding more than
+    /// `min_entries` entries, at most `capacity` of them, the most-read first (ties: the
+    /// lower column), listed in increasing column order. Counts in parallel.
+    ///
+    /// A hot column costs each call one coalesced copy per resident block
+    /// ([`min_entries_for`](HotColumns::min_entries_for) says how many sectors that is), and
+    /// saves one gather per entry.
+    ///
+    /// ```
+    /// use spgpu::gpu::hot::HotColumns;
+    /// // column 7 is read 5 times, column 2 three times, the others once
+    /// let cols = [7, 2, 7, 0, 7, 2, 7, 1, 2, 7, 3];
+    /// let hot = HotColumns::select(&cols, 8, 10, 2);
+    /// assert_eq!(hot.columns(), &[2, 7]);
+    /// assert_eq!(hot.entries(), 8);
+    /// // one slot: the most-read column
+    /// assert_eq!(HotColumns::select(&cols, 8, 1, 2).columns(), &[7]);
+    /// ```
+    pub fn select(col_indices: &[u32], ncols: usize, capacity: usize, min_entries: u32) -> HotColumns {
+        let counts = column_counts(col_indices, ncols);
+        let mut hot: Vec<(u32, u32)> =
+            counts.iter().enumerate().filter(|&(_, &n)| n > min_entries).map(|(c, &n)| (n, c as u32)).collect();
+        // most entries first, then the lower column
+        let order = |a: &(u32, u32), b: &(u32, u32)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        if hot.len() > capacity {
+            if capacity > 0 {
+                hot.select_nth_unstable_by(capacity - 1, order);
+            }
+            hot.truncate(capacity);
+        }
+        let entries = hot.iter().map(|&(n, _)| n as u64).sum();
+        let mut columns: Vec<u32> = hot.into_iter().map(|(_, c)| c).collect();
+        columns.sort_unstable();
+        HotColumns { columns, entries }
+    }
+
+    /// The fewest entries that repay a hot column: its copy costs each of `resident_blocks`
+    /// blocks `bytes / 32` sectors (coalesced) per call, where each of its entries would
+    /// gather one sector; twice that, so the saving is at least half the gathers.
+    ///
+    /// ```
+    /// use spgpu::gpu::hot::HotColumns;
+    /// assert_eq!(HotColumns::min_entries_for(132, 8), 66); // H200, f64
+    /// assert_eq!(HotColumns::min_entries_for(132, 4), 33);
+    /// ```
+    pub fn min_entries_for(resident_blocks: u32, bytes: usize) -> u32 {
+        (resident_blocks as usize * bytes * 2).div_ceil(32).min(u32::MAX as usize) as u32
+    }
+
+    /// The hot columns, increasing; slot `s` of the shared-memory copy holds `x[columns[s]]`.
+    pub fn columns(&self) -> &[u32] {
+        &self.columns
+    }
+
+    /// Number of hot columns.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Whether no column is hot.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// Entries of the matrix in hot columns.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// For each of `ncols` columns, its slot, or `u32::MAX` when it is not hot.
+    pub(crate) fn slot_map(&self, ncols: usize) -> Vec<u32> {
+        let mut map = vec![COLD; ncols];
+        for (s, &c) in self.columns.iter().enumerate() {
+            map[c as usize] = s as u32;
+        }
+        map
+    }
+
+    /// `out[i]`: `cols[i]`, or [`HOT_FLAG`]` | slot` when it is hot (`map` from
+    /// [`slot_map`](HotColumns::slot_map)).
+    pub(crate) fn flag(map: &[u32], cols: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(cols.iter().map(|&c| match map[c as usize] {
+            COLD => c,
+            s => HOT_FLAG | s,
+        }));
+    }
+
+    /// Restores flagged columns in place: `cols[i] = columns[slot]` where `cols[i]` is
+    /// [`HOT_FLAG`]` | slot`.
+    pub(crate) fn unflag(columns: &[u32], cols: &mut [u32]) {
+        for c in cols.iter_mut().filter(|c| **c & HOT_FLAG != 0) {
+            *c = columns[(*c & !HOT_FLAG) as usize];
+        }
+    }
+}
+
+/// What the hot-column kernel needs on the device, beside the balanced kernel's row blocks.
+pub(crate) struct DeviceHot<T: Scalar> {
+    /// The hot columns ([`HotColumns::columns`]).
+    pub(crate) columns: DeviceMemory<u32>,
+    /// The hot entries of `x` of the current call (`gather_<T>` writes them, the kernel reads
+    /// them; calls on one matrix are queued under its lock).
+    pub(crate) x: DeviceMemory<T>,
+    /// The kernel's row-block counter (`gather_<T>` zeroes it each call).
+    pub(crate) counter: DeviceMemory<u32>,
+    pub(crate) len: usize,
+    /// Entries in hot columns.
+    pub(crate) entries: u64,
+    /// Blocks of the kernel: as many as are resident at once.
+    pub(crate) grid: u32,
+    /// Dynamic shared memory per block: the hot entries of `x`.
+    pub(crate) shared_bytes: u32,
+}
+
+impl<T: Scalar> DeviceHot<T> {
+    /// Bytes of device memory: the columns, the gathered `x` and the counter.
+    pub(crate) fn bytes(len: usize) -> usize {
+        len * (4 + T::BYTES) + 4
+    }
+}
+
+/// Whether an upload gives the balanced kernel hot columns.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HotChoice {
+    /// By the rule of [`plan_hot`]: large matrices whose hot columns hold at least
+    /// [`MIN_SHARE`] of the entries (unless [`HOT_COLUMNS_ENV`] is `0`).
+    #[default]
+    Auto,
+    /// Never.
+    Off,
+    /// Always (tests): at most this many hot columns (fewer when shared memory holds fewer),
+    /// every column with an entry qualifying, whatever the matrix's size.
+    Force(usize),
+}
+
+/// Set to `0` to turn hot columns off (the balanced kernel then reads all of `x` from device
+/// memory), to compare.
+pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
+
+/// The share of the entries that hot columns must hold for the hot-column kernel to run.
+///
+/// Measured on the H200 (f64 and f32, `spgpu spmv`, 48 KiB per block): with 35-52% of the
+/// entries in hot columns, R-MAT graphs and their Laplacians ran 12-24% faster than with
+/// the balanced kernel (`rmat:21:16` f64 264.8 -> 229.5 us, `graphlap:rmat:20:16` f32
+/// 222.7 -> 169.4 us); `rmat:22:8` f64, 29%, ran 7% slower (the row-block loop costs 2-10%
+/// when nothing is hot).
+pub const MIN_SHARE: f64 = 0.3;
+
+/// Shared memory per block for the hot entries of `x`: 48 KiB. Larger copies leave too
+/// little L1 (it shares the SM's 256 KiB with shared memory), which the other gathers and
+/// the streamed entries use: on the H200, 80 KiB per block took `rmat:21:16` f64 from 229.5
+/// to 286.1 us, 24 KiB to 242.6 us.
+pub const HOT_BYTES_PER_BLOCK: usize = 48 << 10;
+
+/// Blocks of the hot-column kernel per SM (`SPGPU_HOT_BLOCKS_PER_SM`): 64 warps.
+const HOT_BLOCKS_PER_SM: usize = 2;
+
+/// Threads per block of the hot-column kernel (`SPGPU_HOT_GROUPS * SPGPU_BLOCK`).
+pub(crate) const HOT_THREADS: u32 = 4 * super::kernels::BLOCK;
+
+/// Hot columns of a matrix for the hot-column kernel on this context, or `None` when they
+/// would not pay ([`HotChoice::Auto`]): the matrix has at most
+/// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
+/// copy would show), or its hot columns hold less than [`MIN_SHARE`] of its entries.
+/// A column is hot when its entries repay its copies
+/// ([`HotColumns::min_entries_for`] the resident blocks), at most
+/// [`HOT_BYTES_PER_BLOCK`] of them, the most-read first. Returns the columns with the
+/// kernel's grid (the resident blocks) and its shared memory per block.
+pub(crate) fn plan_hot<T: Scalar>(
+    ctx: &Context,
+    col_indices: &[u32],
+    ncols: usize,
+    wide: bool,
+    choice: HotChoice,
+) -> Result<Option<(HotColumns, u32, u32)>> {
+    let auto = choice == HotChoice::Auto;
+    let off = std::env::var(HOT_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0");
+    if choice == HotChoice::Off || (auto && (off || col_indices.len() <= SpmvPlan::SMALL_NNZ)) || col_indices.is_empty()
+    {
+        return Ok(None);
+    }
+    let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let fixed = function
+        .get_attribute(FunctionAttribute::SharedMemorySizeBytes)
+        .map_err(|e| Error::cuda(format!("reading the shared memory of {name}"), e))?
+        .max(0) as usize;
+    // HOT_BLOCKS_PER_SM blocks on each SM, each with its copy (and the driver's 1 KiB)
+    let info = ctx.info();
+    let per_block = (info.shared_memory_per_multiprocessor as usize / HOT_BLOCKS_PER_SM)
+        .saturating_sub(fixed + 1024)
+        .min((info.shared_memory_per_block_optin as usize).saturating_sub(fixed))
+        .min(HOT_BYTES_PER_BLOCK);
+    let capacity = match choice {
+        HotChoice::Force(n) => n.min(per_block / T::BYTES),
+        _ => per_block / T::BYTES,
+    };
+    if capacity == 0 {
+        return Ok(None);
+    }
+    // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
+    // module: allows launches with up to `per_block` bytes of dynamic shared memory.
+    let rc = unsafe {
+        cust::sys::cuFuncSetAttribute(
+            function.to_raw(),
+            cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            per_block as i32,
+        )
+    };
+    DriverError::check(rc)
+        .map_err(|e| Error::cuda(format!("allowing {per_block} bytes of shared memory to {name}"), e))?;
+    let resident = |bytes: usize| -> Result<u32> {
+        let per_sm = function
+            .max_active_blocks_per_multiprocessor(BlockSize::x(HOT_THREADS), bytes)
+            .map_err(|e| Error::cuda(format!("reading the occupancy of {name}"), e))?;
+        Ok(per_sm.max(1) * info.sm_count)
+    };
+    let min_entries = if auto { HotColumns::min_entries_for(resident(per_block)?, T::BYTES) } else { 0 };
+    let hot = HotColumns::select(col_indices, ncols, capacity, min_entries);
+    if hot.is_empty() || (auto && (hot.entries() as f64) < MIN_SHARE * col_indices.len() as f64) {
+        return Ok(None);
+    }
+    let bytes = hot.len() * T::BYTES;
+    Ok(Some((hot, resident(bytes)?, bytes as u32)))
+}
+
+/// Entries per column, counted by all threads at once.
+fn column_counts(col_indices: &[u32], ncols: usize) -> Vec<u32> {
+    let counts: Vec<AtomicU32> = (0..ncols).map(|_| AtomicU32::new(0)).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let piece = col_indices.len().div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        for part in col_indices.chunks(piece) {
+            let counts = &counts;
+            s.spawn(move || {
+                for &c in part {
+                    counts[c as usize].fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    counts.into_iter().map(AtomicU32::into_inner).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_read_columns_are_chosen_and_listed_in_order() {
+        // column c is read c times, c = 0..100, in a shuffled order
+        let mut cols: Vec<u32> = (0..100u32).flat_map(|c| std::iter::repeat_n(c, c as usize)).collect();
+        let n = cols.len();
+        for i in 0..n {
+            cols.swap(i, (i * 7919 + 13) % n);
+        }
+        let hot = HotColumns::select(&cols, 100, 10, 50);
+        assert_eq!(hot.columns(), &(90..100).collect::<Vec<u32>>()[..]);
+        assert_eq!(hot.entries(), (90..100).sum::<u64>());
+        // fewer qualify than the capacity: those above the threshold only
+        let few = HotColumns::select(&cols, 100, 1000, 95);
+        assert_eq!(few.columns(), &[96, 97, 98, 99]);
+        assert!(HotColumns::select(&cols, 100, 0, 0).is_empty());
+        assert!(HotColumns::select(&[], 0, 10, 0).is_empty());
+    }
+
+    #[test]
+    fn ties_keep_the_lower_column() {
+        let cols = [5, 3, 5, 3, 9, 9, 1];
+        let hot = HotColumns::select(&cols, 10, 2, 1);
+        assert_eq!(hot.columns(), &[3, 5]);
+        assert_eq!(hot.entries(), 4);
+    }
+
+    #[test]
+    fn flagging_then_unflagging_gives_the_columns_back() {
+        let cols: Vec<u32> = (0..5000u32).map(|i| (i * i + 3 * i) % 257).collect();
+        let hot = HotColumns::select(&cols, 257, 40, 0);
+        assert_eq!(hot.len(), 40);
+        let map = hot.slot_map(257);
+        let mut flagged = Vec::new();
+        HotColumns::flag(&map, &cols, &mut flagged);
+        let hot_entries = flagged.iter().filter(|&&c| c & HOT_FLAG != 0).count() as u64;
+        assert_eq!(hot_entries, hot.entries());
+        for (&f, &c) in flagged.iter().zip(&cols) {
+            if f & HOT_FLAG != 0 {
+                assert_eq!(hot.columns()[(f & !HOT_FLAG) as usize], c);
+            } else {
+                assert_eq!(f, c);
+            }
+        }
+        HotColumns::unflag(hot.columns(), &mut flagged);
+        assert_eq!(flagged, cols);
+    }
+
+    #[test]
+    fn counts_are_exact_across_threads() {
+        let cols: Vec<u32> = (0..1_000_003u32).map(|i| i % 7 + (i % 3) * 10).collect();
+        let counts = column_counts(&cols, 40);
+        assert_eq!(counts.iter().map(|&c| c as usize).sum::<usize>(), cols.len());
+        let mut expect = [0u32; 40];
+        for &c in &cols {
+            expect[c as usize] += 1;
+        }
+        assert_eq!(counts, expect);
+    }
+}
