@@ -98,8 +98,8 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 // keeps the products values[j] * x[col[j]] in shared memory, then sums each row there with a
 // group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
 // its row flagged with SPGPU_LONG_FLAG) sums its piece and writes the sum to partials[block];
-// spmv_csr_balanced_fixup adds the pieces of each long row in order and writes y. Every sum
-// has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
+// the block that completes a long row (chunk_done) adds its pieces in order and writes y, in
+// the same launch. Every sum has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
 // shared memory): on the H200 this beat 2048 by 3-20% on R-MAT and web-like graphs
 // (rmat:22:8 f32 338 -> 268 us), whose x gathers hit the L1 more when shared memory takes less
 // of it, and beat 512 and 256. Columns and values, read once, are loaded
@@ -107,7 +107,7 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
 // H200 this took powerlaw:4000000 (f64, x of 32 MB) from 591 to 504 us.
 #define SPGPU_BALANCED_ENTRIES 1024
 // Entries per chunk block (a row longer than a stream block is cut into chunks of this size;
-// one chunk when it fits, then the block writes y itself and no fix-up is needed).
+// one chunk when it fits, then the block writes y itself and needs no other block).
 #define SPGPU_BALANCED_CHUNK 2048
 #define SPGPU_LONG_FLAG 0x80000000u
 
@@ -203,6 +203,79 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
     return block_sum(sum, tid, warp_sums, sync);
 }
 
+// The long rows of the balanced kernel (rows of more than one chunk): `n` rows listed as
+// [row, first chunk block, chunks] in `rows` (increasing rows), one counter each in `done`
+// (0 between calls), and one chunk sum per block in `partials`.
+struct LongRows {
+    unsigned n;
+    const unsigned* __restrict__ rows;
+    unsigned* __restrict__ done;
+    acc_t* __restrict__ partials;
+};
+
+// The index of the long row whose chunks include chunk slot b: the last with its first
+// chunk at or before b (first chunks increase with the rows).
+__device__ __forceinline__ unsigned find_long_row(const LongRows& lr, unsigned b) {
+    unsigned lo = 0, hi = lr.n - 1;
+    while (lo < hi) {
+        const unsigned mid = (lo + hi + 1) / 2;
+        if (ldg(lr.rows + 3 * mid + 1) <= b) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
+}
+
+// After chunk slot b of a long row has its sum `sum` (valid in lane 0), by warp 0 of the
+// block (lane its lane): writes partials[b], counts the chunk done on its row's counter
+// (after a fence, so the sum is visible first), and when that completes the row, adds its
+// chunk sums (finish_long_row) and sets the counter back to 0 for the next call.
+template <typename T>
+__device__ __forceinline__ void chunk_done(const LongRows& lr, unsigned b, acc_t sum, unsigned lane, T alpha, T beta,
+                                           T* __restrict__ y) {
+    unsigned last = 0;  // 1 + the long row's index when this chunk completes it
+    if (lane == 0) {
+        const unsigned j = find_long_row(lr, b);
+        lr.partials[b] = sum;
+        __threadfence();
+        if (atomicAdd(lr.done + j, 1u) == ldg(lr.rows + 3 * j + 2) - 1) {
+            last = j + 1;
+        }
+    }
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (last != 0) {
+        __threadfence();
+        finish_long_row(lr, last - 1, lane, alpha, beta, y);
+        if (lane == 0) {
+            lr.done[last - 1] = 0;
+        }
+    }
+}
+
+// y[row] = alpha * (partials[first] + ... + partials[first + count - 1]) + beta * y[row] for
+// long row j, by one warp (lane its lane), in a fixed order: each lane adds every 32nd chunk
+// sum, then the warp adds the lanes' sums. The partials were written by other blocks, which
+// fenced before counting themselves done: read from the L2, not the L1.
+template <typename T>
+__device__ __forceinline__ void finish_long_row(const LongRows& lr, unsigned j, unsigned lane, T alpha, T beta,
+                                                T* __restrict__ y) {
+    const unsigned row = ldg(lr.rows + 3 * j);
+    const unsigned first = ldg(lr.rows + 3 * j + 1);
+    const unsigned count = ldg(lr.rows + 3 * j + 2);
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        for (unsigned k = lane; k < count; k += 32) {
+            sum += __ldcg(lr.partials + first + k);
+        }
+    }
+    sum = group_sum<32>(sum);
+    if (lane == 0) {
+        store_axpby(y, row, alpha, sum, beta);
+    }
+}
+
 // Row block b of the balanced kernel, run by SPGPU_BLOCK threads (tid their index) with
 // SPGPU_BALANCED_ENTRIES products and SPGPU_BLOCK / 32 warp sums of shared memory.
 template <typename T, typename O, unsigned CHUNK_BATCH, typename X, typename Sync>
@@ -211,7 +284,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                                                const unsigned* __restrict__ col_indices,
                                                const T* __restrict__ values, X xv, T alpha, T beta,
                                                T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                               const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
+                                               const O* __restrict__ block_entry, const LongRows& lr) {
     const unsigned row_tag = ldg(block_row + b);
     const O e0 = ldg(block_entry + b);
     const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most SPGPU_BALANCED_CHUNK
@@ -219,16 +292,20 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
 
     if (row_tag & SPGPU_LONG_FLAG) {
         // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
-        // registers): when it is the whole row, it writes y; otherwise its sum goes to
-        // partials[b] for the fix-up kernel.
+        // registers): when it is the whole row, it writes y. Otherwise its sum goes to
+        // partials[b], and the block that completes the row's chunks (the last to count
+        // itself done) adds them in chunk order and writes y, then sets the counter back to 0.
         const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv,
                                                                           alpha, tid, warp_sums, sync);
-        if (tid == 0) {
+        if (tid < 32) {
             const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
+            // warp-uniform: every lane reads the same offsets
             if (e0 == ldg(row_offsets + row) && e0 + n == ldg(row_offsets + row + 1)) {
-                store_axpby(y, row, alpha, sum, beta);
+                if (tid == 0) {
+                    store_axpby(y, row, alpha, sum, beta);
+                }
             } else {
-                partials[b] = sum;
+                chunk_done(lr, b, sum, tid, alpha, beta, y);
             }
         }
         return;
@@ -282,13 +359,12 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                              T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                             const O* __restrict__ block_entry,
-                                             acc_t* __restrict__ partials) {
+                                             const O* __restrict__ block_entry, const LongRows lr) {
     __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
     __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
     balanced_block<T, O, SPGPU_BALANCED_CHUNK / SPGPU_BLOCK>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
                                                              row_offsets, col_indices, values, PlainX<T>{x}, alpha,
-                                                             beta, y, block_row, block_entry, partials);
+                                                             beta, y, block_row, block_entry, lr);
 }
 
 // The hot-column kernel (src/gpu/hot.rs): the balanced kernel's row blocks, with the entries
@@ -312,8 +388,7 @@ template <typename T, typename O>
 __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const unsigned* __restrict__ col_indices,
                                         const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
                                         T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                        const O* __restrict__ block_entry, acc_t* __restrict__ partials,
-                                        unsigned nblocks, const T* __restrict__ hot_x, unsigned nhot,
+                                        const O* __restrict__ block_entry, const LongRows lr, unsigned nblocks, const T* __restrict__ hot_x, unsigned nhot,
                                         unsigned* __restrict__ counter) {
     extern __shared__ __align__(16) unsigned char hot_smem[];
     T* hot = reinterpret_cast<T*>(hot_smem);
@@ -336,7 +411,7 @@ __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const
     for (unsigned it = 0; b < nblocks; ++it) {
         balanced_block<T, O, SPGPU_HOT_CHUNK_BATCH>(b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices,
                                                     values, HotX<T>{x, hot}, alpha, beta, y, block_row,
-                                                    block_entry, partials);
+                                                    block_entry, lr);
         if (tid == 0) {
             next[g][it & 1] = atomicAdd(counter, 1u) + gridDim.x * SPGPU_HOT_GROUPS;
         }
@@ -358,33 +433,6 @@ __device__ __forceinline__ void unflag_hot(unsigned long long n, unsigned* __res
     }
 }
 
-// Long rows: for each [row, first, count] of long_rows, y[row] = alpha * (partials[first] +
-// ... + partials[first + count - 1]) + beta * y[row], one warp per long row, summed in a
-// fixed order.
-template <typename T>
-__device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigned* __restrict__ long_rows,
-                                                   const acc_t* __restrict__ partials, T alpha, T beta,
-                                                   T* __restrict__ y) {
-    const unsigned j = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const unsigned lane = threadIdx.x % 32;
-    if (j >= nlong) {
-        return;  // whole warps leave together: blockDim.x is a multiple of 32
-    }
-    const unsigned row = ldg(long_rows + 3 * j);
-    const unsigned first = ldg(long_rows + 3 * j + 1);
-    const unsigned count = ldg(long_rows + 3 * j + 2);
-    acc_t sum = 0;
-    if (alpha != T(0)) {
-        for (unsigned k = lane; k < count; k += 32) {
-            sum += partials[first + k];
-        }
-    }
-    sum = group_sum<32>(sum);
-    if (lane == 0) {
-        store_axpby(y, row, alpha, sum, beta);
-    }
-}
-
 // Entries per chunk of a long row in the SELL kernel (CHUNK in src/gpu/sell.rs).
 #define SPGPU_SELL_CHUNK 2048
 
@@ -392,14 +440,15 @@ __device__ __forceinline__ void csr_balanced_fixup(unsigned nlong, const unsigne
 // nslice_blocks run SPGPU_BLOCK sorted rows each, one thread per row: a warp is a slice, and
 // its threads walk their slice's slots column-major, so each step reads 32 consecutive
 // slots (as ELL does). Blocks from nslice_blocks on each sum one chunk of a long row into
-// partials[chunk]; spmv_csr_balanced_fixup then adds the chunks of each long row in order.
+// partials[chunk]; the block that completes a long row adds its chunks in order
+// (chunk_done, as in the balanced kernel).
 template <typename T, typename O>
 __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, const O* __restrict__ slice_ptr,
                                      const unsigned* __restrict__ perm, const unsigned* __restrict__ cols,
                                      const T* __restrict__ vals, const T* __restrict__ x, T alpha, T beta,
                                      T* __restrict__ y, const O* __restrict__ chunk_entry,
                                      const unsigned* __restrict__ long_cols, const T* __restrict__ long_vals,
-                                     acc_t* __restrict__ partials) {
+                                     const LongRows lr) {
     const unsigned tid = threadIdx.x;
     if (blockIdx.x >= nslice_blocks) {
         const unsigned chunk = blockIdx.x - nslice_blocks;
@@ -408,8 +457,8 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
         const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
                                                          warp_sums, BlockSync{});
-        if (tid == 0) {
-            partials[chunk] = sum;
+        if (tid < 32) {
+            chunk_done(lr, chunk, sum, tid, alpha, beta, y);
         }
         return;
     }
@@ -493,38 +542,36 @@ typedef unsigned long long u64;
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials) {                                                                  \
+        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
+        unsigned *__restrict__ long_done) {                                                              \
         csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
-                           partials);                                                                    \
+                           LongRows{nlong, long_rows, long_done, partials});                             \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
         spmv_csr_hot_##T##SUFFIX(                                                                        \
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,      \
+        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
+        unsigned *__restrict__ long_done, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,   \
         unsigned *__restrict__ counter) {                                                                \
         csr_hot<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,       \
-                      partials, nblocks, hot_x, nhot, counter);                                          \
+                      LongRows{nlong, long_rows, long_done, partials}, nblocks, hot_x, nhot, counter);   \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
         const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
         const T *__restrict__ x, T alpha, T beta, T *__restrict__ y, const O *__restrict__ chunk_entry,  \
         const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                         \
-        acc_t *__restrict__ partials) {                                                                  \
+        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
+        unsigned *__restrict__ long_done) {                                                              \
         sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, cols, vals, x, alpha, beta, y, chunk_entry,  \
-                   long_cols, long_vals, partials);                                                      \
+                   long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials});               \
     }
 
 #define SPGPU_KERNELS(T)                                                                                   \
     SPGPU_SPMV_KERNELS(T, unsigned, )                                                                      \
     SPGPU_SPMV_KERNELS(T, u64, _i64)                                                                       \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_fixup_##T(              \
-        unsigned nlong, const unsigned *__restrict__ long_rows, const acc_t *__restrict__ partials,       \
-        T alpha, T beta, T *__restrict__ y) {                                                            \
-        csr_balanced_fixup<T>(nlong, long_rows, partials, alpha, beta, y);                               \
-    }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) gather_##T(                                 \
         unsigned n, const unsigned *__restrict__ idx, const T *__restrict__ x, T *__restrict__ out,      \
         unsigned *__restrict__ counter) {                                                                \

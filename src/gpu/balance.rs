@@ -14,12 +14,13 @@
 //! - A row longer than [`BLOCK_ENTRIES`] is split into chunks of [`CHUNK_ENTRIES`] entries,
 //!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
 //!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
-//!   block write its sum to its own slot of a scratch array, and a second kernel
-//!   (`spmv_csr_balanced_fixup_<scalar>`) adds each long row's chunk sums in chunk order and
-//!   writes `y`.
+//!   block write its sum to its own slot of a scratch array, then count itself done on the
+//!   row's counter (an integer atomic, after a memory fence); the block that completes the
+//!   row adds its chunk sums in chunk order, writes `y` and sets the counter back to 0.
 //!
 //! So the work per block is bounded by the entry count, whatever the row lengths, and every
-//! sum is taken in a fixed order: results repeat bit for bit, with no atomics.
+//! sum is taken in a fixed order: results repeat bit for bit, with no floating-point
+//! atomics and nothing kept from one call to the next.
 //!
 //! Blocks are described by two arrays of `nblocks + 1` entries: `block_row[b]` (the first
 //! row of block `b`, with [`LONG_FLAG`] set for a chunk block) and `block_entry[b]` (the first
@@ -173,10 +174,11 @@ impl RowBlocks {
     }
 
     /// Device bytes of the block description (`block_entry` with 8-byte entries when `wide`,
-    /// as the offsets), the long-row list and the chunk-sum scratch.
+    /// as the offsets), the long-row list with a counter per long row, and the chunk-sum
+    /// scratch.
     pub fn device_bytes(&self, wide: bool) -> usize {
         let entry = if wide { 8 } else { 4 };
-        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 12 + self.scratch_len() * 8
+        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 16 + self.scratch_len() * 8
     }
 
     /// Slots of the chunk-sum scratch (`f64`): one per block when there are long rows (chunk
@@ -245,7 +247,7 @@ mod tests {
         }
         let listed: Vec<usize> = b.long_rows.iter().map(|l| l[0] as usize).collect();
         let multi: Vec<usize> = long_seen.into_iter().filter(|&r| lengths[r] > CHUNK_ENTRIES).collect();
-        assert_eq!(listed, multi, "rows of more than one chunk are listed for the fix-up");
+        assert_eq!(listed, multi, "rows of more than one chunk are listed, to be completed in order");
         for &[r, first, count] in &b.long_rows {
             assert_eq!(count as usize, lengths[r as usize].div_ceil(CHUNK_ENTRIES));
             for k in first..first + count {
@@ -292,7 +294,7 @@ mod tests {
         let b = check(&l);
         assert_eq!(b.long_rows, vec![[2, 1, 3], [4, 5, 5]]);
         assert_eq!(b.scratch_len(), b.nblocks());
-        // a row between a stream block and a chunk is one block, with no fix-up
+        // a row between a stream block and a chunk is one block, which writes y itself
         let b = check(&[3, BLOCK_ENTRIES + 1, CHUNK_ENTRIES, 2]);
         assert_eq!(b.block_row, vec![0, 1 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
         assert!(b.long_rows.is_empty() && b.scratch_len() == 0);

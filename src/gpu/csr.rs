@@ -50,9 +50,10 @@ pub struct DeviceCsr<T: Scalar> {
     stats: RowStats,
     plan: SpmvPlan,
     preprocessing: Duration,
-    /// Held while the launches of one product are queued: a product of the balanced or
-    /// SELL kernel with long rows is two kernels sharing the matrix's chunk-sum scratch,
-    /// which another thread's product must not come between on the stream.
+    /// Held while the launches of one product are queued: a product with hot columns is two
+    /// kernels sharing the matrix's copy of the hot entries of `x`, which another thread's
+    /// product must not come between on the stream (the chunk sums and long-row counters of
+    /// the balanced and SELL kernels are shared by products in the same way).
     launches: std::sync::Mutex<()>,
     /// 0, except for matrices uploaded by tests with shifted positions
     /// ([`upload_with_entry_base`](DeviceCsr::upload_with_entry_base)).
@@ -89,6 +90,8 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) long_cols: Option<DeviceMemory<u32>>,
     pub(crate) long_vals: Option<DeviceMemory<T>>,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
+    /// One counter per long row (see [`Balanced::long_done`]).
+    pub(crate) long_done: Option<DeviceMemory<u32>>,
     /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
     pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
@@ -106,12 +109,15 @@ impl<T: Scalar> DeviceSell<T> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
-        let partials = if nchunks == 0 {
-            None
+        let (long_done, partials) = if nchunks == 0 {
+            (None, None)
         } else {
-            // the kernel writes partials[c] for every chunk c before the fix-up kernel, queued
-            // after it on the same stream, reads exactly those slots
-            Some(DeviceMemory::zeroed(ctx, nchunks, "the SELL kernel's chunk sums")?)
+            // each chunk block c writes partials[c] before counting itself done on its row's
+            // counter; the block that completes the row reads exactly its chunks' slots
+            (
+                Some(DeviceMemory::zeroed(ctx, s.long_rows.len(), "the SELL kernel's long-row counters")?),
+                Some(DeviceMemory::zeroed(ctx, nchunks, "the SELL kernel's chunk sums")?),
+            )
         };
         let (slots, nlong_entries) = (s.slots(), s.long_entries());
         let (mut cols, mut vals) = (None, None);
@@ -165,6 +171,7 @@ impl<T: Scalar> DeviceSell<T> {
             long_cols,
             long_vals,
             long_rows: upload(&flat, "SELL long rows")?,
+            long_done,
             partials,
             bytes: s.device_bytes(T::BYTES)
                 + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
@@ -204,8 +211,11 @@ pub(crate) struct Balanced {
     pub(crate) block_row: DeviceMemory<u32>,
     pub(crate) block_entry: Positions,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
-    /// One `f64` per block when there are long rows: the chunk sums of one call, written by the
-    /// main kernel and read by the fix-up kernel that follows it on the same stream.
+    /// One counter per long row: chunk blocks done in the current call (0 between calls: the
+    /// block that completes a row sets it back).
+    pub(crate) long_done: Option<DeviceMemory<u32>>,
+    /// One `f64` per block when there are long rows: the chunk sums of one call, written by
+    /// the chunk blocks and read by the block that completes their row.
     pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
 }
@@ -218,12 +228,15 @@ impl Balanced {
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
         let long_rows = upload(&flat, "balanced long rows")?;
-        let partials = if blocks.scratch_len() == 0 {
-            None
+        let (long_done, partials) = if blocks.scratch_len() == 0 {
+            (None, None)
         } else {
-            // the main kernel writes partials[b] for every chunk block b before the fix-up kernel,
-            // queued after it on the same stream, reads exactly those slots
-            Some(DeviceMemory::zeroed(ctx, blocks.scratch_len(), "the balanced kernel's chunk sums")?)
+            // each chunk block b writes partials[b] before counting itself done on its row's
+            // counter; the block that completes the row reads exactly its chunks' slots
+            (
+                Some(DeviceMemory::zeroed(ctx, blocks.long_rows.len(), "the balanced kernel's long-row counters")?),
+                Some(DeviceMemory::zeroed(ctx, blocks.scratch_len(), "the balanced kernel's chunk sums")?),
+            )
         };
         Ok(Balanced {
             nblocks: blocks.nblocks(),
@@ -231,6 +244,7 @@ impl Balanced {
             block_row,
             block_entry,
             long_rows,
+            long_done,
             partials,
             bytes: blocks.device_bytes(wide),
         })
@@ -698,6 +712,7 @@ impl<T: Scalar> DeviceCsr<T> {
                         a(Some(&b.block_row)),
                         b.block_entry.addr(),
                         a(b.long_rows.as_ref()),
+                        a(b.long_done.as_ref()),
                         a(b.partials.as_ref()),
                     ]);
                 }
@@ -713,6 +728,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 a(sl.long_cols.as_ref()),
                 a(sl.long_vals.as_ref()),
                 a(sl.long_rows.as_ref()),
+                a(sl.long_done.as_ref()),
                 a(sl.partials.as_ref()),
             ],
         };

@@ -49,9 +49,9 @@
 //!   was freed ([`Backend::replay`](crate::solver::Backend::replay)).
 //!
 //! Work from different threads is ordered on the one stream in the order the calls are
-//! made, and the kernels of one product (the balanced and SELL kernels' chunk sums and
-//! their fix-up, which share the matrix's scratch) are queued together under a lock of
-//! the matrix, so results never depend on the interleaving; a thread that only reads what it
+//! made, and the kernels of one product (with hot columns, the gather of the hot entries of
+//! `x` and the kernel that reads them, which share the matrix's scratch) are queued together
+//! under a lock of the matrix, so results never depend on the interleaving; a thread that only reads what it
 //! wrote itself needs no synchronization of its own. One thing is not safe while other
 //! threads use spgpu: capturing [`Context::stream`] into a CUDA graph yourself (a capture
 //! takes in whatever any thread queues on the stream); capture a stream of your own. And

@@ -11,8 +11,8 @@
 //!   [`ELL_PADDING`] and value 0. `perm[p]` is the row at sorted position `p`.
 //! - Rows longer than [`LONG_ROW`] are **long**: their entries are kept in CSR order in arrays
 //!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each,
-//!   whose sums go to a scratch array and are added per row, in chunk order, by the fix-up
-//!   kernel of the balanced kernel (`spmv_csr_balanced_fixup_<scalar>`).
+//!   whose sums go to a scratch array and are added per row, in chunk order, by the block
+//!   that completes the row (as in the balanced kernel, [`balance`](super::balance)).
 //!
 //! One thread sums one short row; one block sums one chunk; every sum has a fixed order, so
 //! results repeat bit for bit.
@@ -200,7 +200,7 @@ impl SellLayout {
             + self.slots() * (4 + value_bytes)
             + self.chunk_entry.len() * position
             + self.long_entries() * (4 + value_bytes)
-            + self.long_rows.len() * 12
+            + self.long_rows.len() * 16
             + nchunks * 8
     }
 }
@@ -282,7 +282,7 @@ impl<T: Scalar> SellMatrix<T> {
             + self.cols.len() * (4 + t)
             + self.chunk_entry.len() * position
             + self.long_cols.len() * (4 + t)
-            + self.long_rows.len() * 12
+            + self.long_rows.len() * 16
             + self.nchunks() * 8
     }
 

@@ -21,9 +21,6 @@ pub enum GpuKernel {
     Spmv(SpmvKernel),
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
-    /// The second step of the balanced kernel: adds the chunk sums of each long row and writes
-    /// `y` (module [`ModuleId::Spmv`]).
-    BalancedFixup,
     /// `out[i] = in[i]` from `u32` to `u64` (module [`ModuleId::Spmv`], one kernel for both
     /// element types, named `widen_u32_u64`): 64-bit column indices for other libraries.
     WidenIndices,
@@ -43,7 +40,6 @@ impl GpuKernel {
         match self {
             GpuKernel::Spmv(_)
             | GpuKernel::FillVector
-            | GpuKernel::BalancedFixup
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
             | GpuKernel::Gather
@@ -60,7 +56,6 @@ impl GpuKernel {
             GpuKernel::Spmv(SpmvKernel::Ell),
             GpuKernel::Spmv(SpmvKernel::Balanced),
             GpuKernel::Spmv(SpmvKernel::Sell),
-            GpuKernel::BalancedFixup,
             GpuKernel::FillVector,
             GpuKernel::WidenIndices,
             GpuKernel::BalancedHot,
@@ -99,7 +94,6 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Sell) => format!("spmv_sell_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
-        GpuKernel::BalancedFixup => format!("spmv_csr_balanced_fixup_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
@@ -171,9 +165,9 @@ mod tests {
         let names = all_kernel_names();
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
-        // SpMV kernels (4 + 5 vector, each in two widths), fix-up and fill, the hot-column
-        // kernel (two widths) and its gather, widen and unflag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 2) + 2 * 3 + 2 + 2 * 11);
+        // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
+        // widths) and its gather, widen and unflag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 + 2 * 11);
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
         assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));

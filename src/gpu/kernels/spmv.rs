@@ -147,8 +147,7 @@ pub(crate) fn ell_on<T: Scalar>(
 }
 
 /// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
-/// entries of x then `spmv_csr_hot_<T>`), then, when there are long rows,
-/// `spmv_csr_balanced_fixup_<T>` (one warp per long row) on the same stream.
+/// entries of x then `spmv_csr_hot_<T>`); the block that completes a long row writes it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn csr_balanced<T: Scalar>(
     ctx: &Context,
@@ -176,13 +175,16 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.addr());
     let partials = ptr_of(blocks.partials.as_ref());
+    let nlong = index("long rows", blocks.nlong)?;
+    let (long_rows, long_done) = (ptr_of(blocks.long_rows.as_ref()), ptr_of(blocks.long_done.as_ref()));
     match hot {
         None => {
             let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
             // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
             // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
-            // block_row, const O* block_entry, double* partials), O 64-bit exactly for _i64
+            // block_row, const O* block_entry, double* partials, unsigned nlong, const unsigned*
+            // long_rows, unsigned* long_done), O 64-bit exactly for _i64
             // (wide: the offsets and block starts, checked to agree above), launched with one
             // block of BLOCK threads per row block as it assumes. The arrays are those of a
             // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
@@ -190,10 +192,13 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // as the entry addresses): every block's entries lie in 0..nnz and its rows in
             // 0..nrows, every column is below ncols == x.len(), y.len() == nrows (checked
             // above). partials has one slot per block whenever a chunk block exists (the only
-            // blocks that write it). y is borrowed mutably and cannot alias x.
+            // blocks that write it); long_rows lists the nlong rows of several chunks as
+            // [row, first block, chunks], increasing, with one counter each in long_done, 0
+            // before the launch (made zero, and set back to 0 by the block that completes its
+            // row). y is borrowed mutably and cannot alias x.
             unsafe {
                 launch!(function<<<nblocks, BLOCK, 0, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, long_done
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
@@ -221,13 +226,14 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // counter the gather zeroed.
             unsafe {
                 launch!(function<<<h.grid, HOT_THREADS, h.shared_bytes, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nblocks, hx, nhot, counter
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, long_done,
+                    nblocks, hx, nhot, counter
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
         }
     }
-    fixup(ctx, stream, blocks.nlong, blocks.long_rows.as_ref(), partials, alpha, beta, y)
+    Ok(())
 }
 
 /// `unflag_hot_columns`: `cols[i] = columns[cols[i] & !HOT_FLAG]` for flagged entries, in
@@ -255,8 +261,8 @@ pub(crate) unsafe fn unflag_hot(ctx: &Context, cols: u64, columns: u64, n: usize
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
-/// `spmv_sell_<T>` over the slices and the chunks of long rows, then, when there are long rows,
-/// `spmv_csr_balanced_fixup_<T>` on the same stream.
+/// `spmv_sell_<T>` over the slices and the chunks of long rows (the block that completes a
+/// long row writes it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sell<T: Scalar>(
     ctx: &Context,
@@ -287,57 +293,30 @@ pub(crate) fn sell<T: Scalar>(
         (s.slice_ptr.addr(), ptr_of(s.perm.as_ref()), a32(s.cols.as_ref()), at(s.vals.as_ref()));
     let (ce, lc, lv) = (s.chunk_entry.addr(), a32(s.long_cols.as_ref()), at(s.long_vals.as_ref()));
     let partials = ptr_of(s.partials.as_ref());
+    let nlong = index("SELL long rows", s.nlong)?;
+    let (long_rows, long_done) = (ptr_of(s.long_rows.as_ref()), ptr_of(s.long_done.as_ref()));
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     // SAFETY: spmv_sell_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O* slice_ptr,
     // const unsigned* perm, const unsigned* cols, const T* vals, const T* x, T alpha, T beta,
     // T* y, const O* chunk_entry, const unsigned* long_cols, const T* long_vals,
-    // double* partials), O 64-bit exactly for _i64 (both position arrays are uploaded in the
+    // double* partials, unsigned nlong, const unsigned* long_rows, unsigned* long_done), O 64-bit exactly for _i64 (both position arrays are uploaded in the
     // same width), BLOCK threads per block; the slot arrays' addresses are moved back by the
     // test-only base by which the positions were raised. The arrays are a SellMatrix built from a
     // validated CsrMatrix of this shape: slice_ptr has nslices + 1 entries bounding the slot
     // arrays, perm holds nsorted distinct rows below nrows == y.len(), every non-padding
     // column is below ncols == x.len(), chunk_entry has nchunks + 1 entries bounding the
-    // long-row arrays, and partials has nchunks slots. Threads of sorted positions >= nsorted
+    // long-row arrays, partials has nchunks slots, long_rows lists the nlong long rows as
+    // [row, first chunk, chunks] in increasing order with one counter each in long_done (0
+    // before the launch: made zero, set back by the block that completes its row). Threads of sorted positions >= nsorted
     // return at once; blocks >= nslice_blocks are chunks (grid = slice blocks + chunks). y is
     // borrowed mutably and cannot alias x.
     unsafe {
         launch!(function<<<grid, BLOCK, 0, stream>>>(
-            nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials
+            nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
+            long_rows, long_done
         ))
     }
-    .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
-    fixup(ctx, stream, s.nlong, s.long_rows.as_ref(), partials, alpha, beta, y)
-}
-
-/// `spmv_csr_balanced_fixup_<T>`: one warp per long row adds the row's chunk sums in order and
-/// writes `y`; nothing when there are no long rows.
-#[allow(clippy::too_many_arguments)]
-fn fixup<T: Scalar>(
-    ctx: &Context,
-    stream: &Stream,
-    nlong: usize,
-    long_rows: Option<&DeviceMemory<u32>>,
-    partials: cust::memory::DevicePointer<f64>,
-    alpha: T,
-    beta: T,
-    y: &mut DeviceVector<T>,
-) -> Result<()> {
-    if nlong == 0 {
-        return Ok(());
-    }
-    let n = index("long rows", nlong)?;
-    let grid = blocks_for(nlong * 32)?;
-    let name = kernel_name(GpuKernel::BalancedFixup, T::NAME);
-    let function = ctx.function(ModuleId::Spmv, &name)?;
-    let long_rows = ptr_of(long_rows);
-    let yp = y.as_device_ptr();
-    // SAFETY: spmv_csr_balanced_fixup_<T>(unsigned nlong, const unsigned* long_rows,
-    // const double* partials, T alpha, T beta, T* y), one warp per long row (BLOCK is a
-    // multiple of 32). long_rows holds 3 * nlong entries, each naming a row below
-    // y.len() and chunk slots within partials; the kernel queued before on the same stream
-    // wrote those slots. y is borrowed mutably.
-    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, long_rows, partials, alpha, beta, yp)) }
-        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+    .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
 /// Blocks of `BLOCK` threads for `threads` threads.
