@@ -191,6 +191,15 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// when nothing is hot).
 pub const MIN_SHARE: f64 = 0.3;
 
+/// The mean entries per column (`nnz / ncols`) below which hot columns do not run: they save
+/// one gather per entry of a hot column, and the kernel's loop over row blocks costs a few
+/// percent whatever is hot. On the H200 (`spgpu spmv`, f64 and f32, hot against not), every
+/// R-MAT matrix with fewer than 9 entries per column ran 3-5% slower with hot columns
+/// (`rmat:20:8:3`, `rmat:22:8:7`, `rmat:23:8:11`, 7.8-7.9 per column), every one with 9.8 or
+/// more ran 2-24% faster (`rmat:21:10:4` f32 160.2 -> 150.5 us, `rmat:22:16:6` f32
+/// 505.0 -> 435.1 us, `graphlap:rmat:21:8:2` f64 274.0 -> 243.2 us).
+pub const MIN_ENTRIES_PER_COLUMN: f64 = 9.0;
+
 /// Shared memory per block for the hot entries of `x`: 48 KiB. Larger copies leave too
 /// little L1 (it shares the SM's 256 KiB with shared memory), which the other gathers and
 /// the streamed entries use: on the H200, 80 KiB per block took `rmat:21:16` f64 from 229.5
@@ -206,7 +215,8 @@ pub(crate) const HOT_THREADS: u32 = 4 * super::kernels::BLOCK;
 /// Hot columns of a matrix for the hot-column kernel on this context, or `None` when they
 /// would not pay ([`HotChoice::Auto`]): the matrix has at most
 /// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
-/// copy would show), or its hot columns hold less than [`MIN_SHARE`] of its entries.
+/// copy would show), fewer than [`MIN_ENTRIES_PER_COLUMN`] entries per column, or hot
+/// columns holding less than [`MIN_SHARE`] of its entries.
 /// A column is hot when its entries repay its copies
 /// ([`HotColumns::min_entries_for`] the resident blocks), at most
 /// [`HOT_BYTES_PER_BLOCK`] of them, the most-read first. Returns the columns with the
@@ -220,7 +230,10 @@ pub(crate) fn plan_hot<T: Scalar>(
 ) -> Result<Option<(HotColumns, u32, u32)>> {
     let auto = choice == HotChoice::Auto;
     let off = std::env::var(HOT_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0");
-    if choice == HotChoice::Off || (auto && (off || col_indices.len() <= SpmvPlan::SMALL_NNZ)) || col_indices.is_empty()
+    let sparse_columns = (col_indices.len() as f64) < MIN_ENTRIES_PER_COLUMN * ncols as f64;
+    if choice == HotChoice::Off
+        || (auto && (off || col_indices.len() <= SpmvPlan::SMALL_NNZ || sparse_columns))
+        || col_indices.is_empty()
     {
         return Ok(None);
     }
@@ -261,6 +274,9 @@ pub(crate) fn plan_hot<T: Scalar>(
             .map_err(|e| Error::cuda(format!("reading the occupancy of {name}"), e))?;
         Ok(per_sm.max(1) * info.sm_count)
     };
+    if auto && !may_be_hot(col_indices, ncols, capacity) {
+        return Ok(None);
+    }
     let min_entries = if auto { HotColumns::min_entries_for(resident(per_block)?, T::BYTES) } else { 0 };
     let hot = HotColumns::select(col_indices, ncols, capacity, min_entries);
     if hot.is_empty() || (auto && (hot.entries() as f64) < MIN_SHARE * col_indices.len() as f64) {
@@ -268,6 +284,22 @@ pub(crate) fn plan_hot<T: Scalar>(
     }
     let bytes = hot.len() * T::BYTES;
     Ok(Some((hot, resident(bytes)?, bytes as u32)))
+}
+
+/// Whether hot columns may hold [`MIN_SHARE`] of the entries, judged from about 2^20 of them
+/// (every `nnz / 2^20`-th): counting every column of a large matrix takes as long as a few
+/// hundred SpMVs, which matrices whose columns are read evenly (most) need not pay. The
+/// sample's `capacity` most-read columns must hold half of [`MIN_SHARE`] of it: a generous
+/// bound (on random columns, the sample's noise alone gives its top columns a few times
+/// their share; on R-MAT graphs the sample's share is the matrix's).
+fn may_be_hot(col_indices: &[u32], ncols: usize, capacity: usize) -> bool {
+    let step = col_indices.len() >> 20;
+    if step <= 1 {
+        return true;
+    }
+    let sample: Vec<u32> = col_indices.iter().step_by(step).copied().collect();
+    let hot = HotColumns::select(&sample, ncols, capacity, 0);
+    hot.entries() as f64 >= 0.5 * MIN_SHARE * sample.len() as f64
 }
 
 /// Entries per column, counted by all threads at once.
@@ -337,6 +369,26 @@ mod tests {
         }
         HotColumns::unflag(hot.columns(), &mut flagged);
         assert_eq!(flagged, cols);
+    }
+
+    #[test]
+    fn the_sample_tells_skewed_columns_from_even_ones() {
+        // 4M entries: columns uniform over 1M, or R-MAT-like (each of 20 bits set with
+        // probability 0.24, so low columns are read far more often)
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let even: Vec<u32> = (0..4 << 20).map(|_| (next() % (1 << 20)) as u32).collect();
+        assert!(!may_be_hot(&even, 1 << 20, 6144));
+        let skewed: Vec<u32> =
+            (0..4 << 20).map(|_| (0..20).fold(0u32, |c, bit| c | (((next() % 100) < 24) as u32) << bit)).collect();
+        assert!(may_be_hot(&skewed, 1 << 20, 6144));
+        // small: always counted exactly
+        assert!(may_be_hot(&even[..1 << 20], 1 << 20, 6144));
     }
 
     #[test]

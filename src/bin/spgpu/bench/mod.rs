@@ -545,6 +545,9 @@ fn bench_matrix<T: CpuScalar>(
     // the plan: its upload must work (the summary is about it)
     let (auto, upload) = upload_timed(ctx, a, KernelChoice::Auto)?;
     info.plan = auto.plan().kernel().to_string();
+    if auto.plan().hot_columns() {
+        info.plan += " + hot columns";
+    }
     info.plan_explain = auto.plan().explain();
     let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
