@@ -286,20 +286,41 @@ pub(crate) fn plan_hot<T: Scalar>(
     Ok(Some((hot, resident(bytes)?, bytes as u32)))
 }
 
-/// Whether hot columns may hold [`MIN_SHARE`] of the entries, judged from about 2^20 of them
-/// (every `nnz / 2^20`-th): counting every column of a large matrix takes as long as a few
-/// hundred SpMVs, which matrices whose columns are read evenly (most) need not pay. The
-/// sample's `capacity` most-read columns must hold half of [`MIN_SHARE`] of it: a generous
-/// bound (on random columns, the sample's noise alone gives its top columns a few times
-/// their share; on R-MAT graphs the sample's share is the matrix's).
+/// Whether hot columns may hold [`MIN_SHARE`] of the entries, judged from 2^18 of them (16
+/// runs of 2^14 consecutive entries, evenly spread): counting every column of a large
+/// matrix takes as long as a few hundred SpMVs, which matrices whose columns are read evenly
+/// (most) need not pay. The sample's `capacity` most-read columns must hold half of
+/// [`MIN_SHARE`] of it: a generous bound (on random columns, the sample's noise alone gives
+/// its top columns a few times their share; on R-MAT graphs the sample's share is the
+/// matrix's).
 fn may_be_hot(col_indices: &[u32], ncols: usize, capacity: usize) -> bool {
-    let step = col_indices.len() >> 20;
-    if step <= 1 {
+    const RUNS: usize = 16;
+    const RUN: usize = 1 << 14;
+    let n = col_indices.len();
+    if n <= 2 * RUNS * RUN {
         return true;
     }
-    let sample: Vec<u32> = col_indices.iter().step_by(step).copied().collect();
-    let hot = HotColumns::select(&sample, ncols, capacity, 0);
-    hot.entries() as f64 >= 0.5 * MIN_SHARE * sample.len() as f64
+    let mut counts = vec![0u32; ncols];
+    for k in 0..RUNS {
+        for &c in &col_indices[k * (n - RUN) / (RUNS - 1)..][..RUN] {
+            counts[c as usize] += 1;
+        }
+    }
+    // the entries of the `capacity` most-read columns, from a histogram of the counts
+    let mut columns_with = vec![0usize; RUNS * RUN + 1];
+    for &c in &counts {
+        columns_with[c as usize] += 1;
+    }
+    let (mut left, mut entries) = (capacity, 0usize);
+    for (count, &columns) in columns_with.iter().enumerate().skip(1).rev() {
+        let take = columns.min(left);
+        entries += take * count;
+        left -= take;
+        if left == 0 {
+            break;
+        }
+    }
+    entries as f64 >= 0.5 * MIN_SHARE * (RUNS * RUN) as f64
 }
 
 /// Entries per column, counted by all threads at once.
@@ -388,7 +409,7 @@ mod tests {
             (0..4 << 20).map(|_| (0..20).fold(0u32, |c, bit| c | (((next() % 100) < 24) as u32) << bit)).collect();
         assert!(may_be_hot(&skewed, 1 << 20, 6144));
         // small: always counted exactly
-        assert!(may_be_hot(&even[..1 << 20], 1 << 20, 6144));
+        assert!(may_be_hot(&even[..1 << 19], 1 << 20, 6144));
     }
 
     #[test]
