@@ -176,11 +176,13 @@ impl fmt::Display for KernelChoice {
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
-///    gathers of `x`).
+///    gathers of `x`). When a few columns are read by many rows, the upload also gives it
+///    **hot columns** (their `x` in shared memory; the rule is in [`super::hot`]):
+///    `rmat:21:16` 264.8 -> 229.5 µs (f64), 1.08x cuSPARSE in the bench run.
 ///
 /// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
 /// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
-/// blocks: 8 bytes per 2048 entries); [`DeviceCsr::device_bytes`](super::DeviceCsr::device_bytes)
+/// blocks: 8 bytes per 2048 entries; hot columns: 12 bytes per hot column); [`DeviceCsr::device_bytes`](super::DeviceCsr::device_bytes)
 /// gives the total and [`SpmvPlan::explain`] says it once the matrix is uploaded.
 ///
 /// # Example
