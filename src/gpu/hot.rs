@@ -167,7 +167,8 @@ impl<T: Scalar> DeviceHot<T> {
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HotChoice {
-    /// By the rule of [`plan_hot`]: large matrices whose hot columns hold at least
+    /// By the rule of [`plan_hot`]: matrices of more than [`SpmvPlan::SMALL_NNZ`] entries,
+    /// at least [`MIN_ENTRIES_PER_COLUMN`] per column, whose hot columns hold at least
     /// [`MIN_SHARE`] of the entries (unless [`HOT_COLUMNS_ENV`] is `0`).
     #[default]
     Auto,
