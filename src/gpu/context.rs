@@ -175,6 +175,15 @@ impl Context {
                 .map_err(|e| Error::cuda(format!("reading the {what} of device {ordinal}"), e))?;
             u32::try_from(v).map_err(|_| Error::InvalidArgument(format!("device {ordinal} reports a {what} of {v}")))
         };
+        // attributes that cust's DeviceAttribute lacks
+        let raw_attr = |a: cust::sys::CUdevice_attribute, what: &str| -> Result<i32> {
+            let mut v = 0;
+            // SAFETY: cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice) with a valid
+            // out-pointer and the device opened above.
+            let rc = unsafe { cust::sys::cuDeviceGetAttribute(&mut v, a, device.as_raw()) };
+            DriverError::check(rc).map_err(|e| Error::cuda(format!("reading the {what} of device {ordinal}"), e))?;
+            Ok(v)
+        };
         let context =
             CudaContext::new(device).map_err(|e| Error::cuda(format!("creating a context on device {ordinal}"), e))?;
         let info = DeviceInfo {
@@ -186,21 +195,11 @@ impl Context {
             ),
             warp_size: attr(DeviceAttribute::WarpSize, "warp size")?,
             sm_count: attr(DeviceAttribute::MultiprocessorCount, "multiprocessor count")?,
-            shared_memory_per_block_optin: {
-                let mut v = 0;
-                // SAFETY: cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice) with a valid
-                // out-pointer and the device opened above.
-                let rc = unsafe {
-                    cust::sys::cuDeviceGetAttribute(
-                        &mut v,
-                        cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                        device.as_raw(),
-                    )
-                };
-                DriverError::check(rc)
-                    .map_err(|e| Error::cuda(format!("reading the shared memory per block of device {ordinal}"), e))?;
-                v.max(0) as u32
-            },
+            shared_memory_per_block_optin: raw_attr(
+                cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                "shared memory per block",
+            )?
+            .max(0) as u32,
             shared_memory_per_multiprocessor: attr(
                 DeviceAttribute::MaxSharedMemoryPerMultiprocessor,
                 "shared memory per multiprocessor",
@@ -212,18 +211,8 @@ impl Context {
         CurrentContext::set_current(&context).map_err(|e| Error::cuda("making the new context current", e))?;
         let stream = Stream::non_blocking("the context's stream")?;
         // Stream-ordered allocation (cuMemAllocAsync) where the device supports memory pools.
-        let mut pools = 0;
-        // SAFETY: cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice) with a valid
-        // out-pointer and the device opened above.
-        let rc = unsafe {
-            cust::sys::cuDeviceGetAttribute(
-                &mut pools,
-                cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
-                device.as_raw(),
-            )
-        };
-        DriverError::check(rc)
-            .map_err(|e| Error::cuda(format!("reading the memory-pool support of device {ordinal}"), e))?;
+        let pools =
+            raw_attr(cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, "memory-pool support")?;
         let memory_pools = pools != 0 && env::var(MEMORY_POOLS_ENV).map_or(true, |v| v.trim() != "0");
         let modules = ModuleId::ALL
             .iter()

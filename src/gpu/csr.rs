@@ -297,7 +297,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// [`Error::InsufficientMemory`] as for [`upload`](DeviceCsr::upload); [`Error::Cuda`]
     /// when allocation or a copy fails.
     pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
-        Self::upload_shifted(ctx, a, choice, 0)
+        Self::upload_shifted(ctx, a, choice, 0, HotChoice::Auto)
     }
 
     /// For tests of the 64-bit kernels on small matrices: uploads with 64-bit positions
@@ -319,7 +319,7 @@ impl<T: Scalar> DeviceCsr<T> {
         choice: KernelChoice,
         base: u64,
     ) -> Result<Self> {
-        Self::upload_shifted(ctx, a, choice, base.max(1))
+        Self::upload_shifted(ctx, a, choice, base.max(1), HotChoice::Auto)
     }
 
     /// Whether the matrix holds 64-bit positions: `nnz` past the index limit, or shifted
@@ -345,14 +345,10 @@ impl<T: Scalar> DeviceCsr<T> {
         hot: HotChoice,
         base: u64,
     ) -> Result<Self> {
-        Self::upload_shifted_hot(ctx, a, choice, base, hot)
+        Self::upload_shifted(ctx, a, choice, base, hot)
     }
 
-    fn upload_shifted(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice, base: u64) -> Result<Self> {
-        Self::upload_shifted_hot(ctx, a, choice, base, HotChoice::Auto)
-    }
-
-    fn upload_shifted_hot(
+    fn upload_shifted(
         ctx: &'static Context,
         a: &CsrMatrix<T>,
         choice: KernelChoice,

@@ -236,31 +236,6 @@ pub(crate) fn csr_balanced<T: Scalar>(
     Ok(())
 }
 
-/// `unflag_hot_columns`: `cols[i] = columns[cols[i] & !HOT_FLAG]` for flagged entries, in
-/// place, on the context's stream (grid-stride, at most 65535 blocks).
-///
-/// # Safety
-///
-/// `cols` is a live device array of `n` column indices whose flagged entries hold slots
-/// within the live array `columns`, and nothing else uses `cols` until the stream has run
-/// the kernel.
-pub(crate) unsafe fn unflag_hot(ctx: &Context, cols: u64, columns: u64, n: usize) -> Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    let grid = blocks(n, BLOCK).unwrap_or(u32::MAX).min(65_535);
-    let name = kernel_name(GpuKernel::UnflagHot, "");
-    ctx.make_current()?;
-    let function = ctx.function(ModuleId::Spmv, &name)?;
-    let stream = ctx.stream();
-    let n = n as u64;
-    // SAFETY: unflag_hot_columns(unsigned long long n, unsigned* cols, const unsigned*
-    // hot_cols); arguments match in order and size, the caller guarantees the arrays; the
-    // grid-stride loop touches exactly 0..n.
-    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, cols, columns)) }
-        .map_err(|e| Error::cuda(format!("launching {name}"), e))
-}
-
 /// `spmv_sell_<T>` over the slices and the chunks of long rows (the block that completes a
 /// long row writes it).
 #[allow(clippy::too_many_arguments)]
@@ -343,26 +318,51 @@ pub(crate) fn fill<T: Scalar>(ctx: &Context, y: &mut DeviceVector<T>, value: T) 
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
-/// `widen_u32_u64`: `dst[i] = src[i]` for `i < n`, `u32` to `u64`, on the context's stream
-/// (grid-stride, at most 65535 blocks).
+/// `unflag_hot_columns`: `cols[i] = columns[cols[i] & !HOT_FLAG]` for flagged entries, in
+/// place, on the context's stream.
+///
+/// # Safety
+///
+/// `cols` is a live device array of `n` column indices whose flagged entries hold slots
+/// within the live array `columns`, and nothing else uses `cols` until the stream has run
+/// the kernel.
+pub(crate) unsafe fn unflag_hot(ctx: &Context, cols: u64, columns: u64, n: usize) -> Result<()> {
+    // SAFETY: unflag_hot_columns(unsigned long long n, unsigned* cols, const unsigned*
+    // hot_cols); the caller guarantees the arrays.
+    unsafe { grid_stride(ctx, GpuKernel::UnflagHot, n, cols, columns) }
+}
+
+/// `widen_u32_u64`: `dst[i] = src[i]` for `i < n`, `u32` to `u64`, on the context's stream.
 ///
 /// # Safety
 ///
 /// `src` and `dst` are live device allocations of at least `n` `u32` and `n` `u64`, and
 /// nothing else writes `dst` until the stream has run the kernel.
 pub(crate) unsafe fn widen(ctx: &Context, src: u64, dst: u64, n: usize) -> Result<()> {
+    // SAFETY: widen_u32_u64(unsigned long long n, const unsigned* in, unsigned long long*
+    // out); the caller guarantees both arrays hold n elements.
+    unsafe { grid_stride(ctx, GpuKernel::WidenIndices, n, src, dst) }
+}
+
+/// Launches a grid-stride kernel that has one name for both element types and takes
+/// `(unsigned long long n, a, b)` with two device addresses, on the context's stream (at
+/// most 65535 blocks); nothing when `n == 0`.
+///
+/// # Safety
+///
+/// `a` and `b` are what the kernel expects for `n` elements (its loop touches exactly
+/// `0..n`), live until the stream has run it.
+unsafe fn grid_stride(ctx: &Context, kernel: GpuKernel, n: usize, a: u64, b: u64) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
     let grid = blocks(n, BLOCK).unwrap_or(u32::MAX).min(65_535);
-    let name = kernel_name(GpuKernel::WidenIndices, "");
+    let name = kernel_name(kernel, "");
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let stream = ctx.stream();
     let n = n as u64;
-    // SAFETY: widen_u32_u64(unsigned long long n, const unsigned* in, unsigned long long* out);
-    // arguments match in order and size, and the caller guarantees both arrays hold n
-    // elements; the grid-stride loop touches exactly 0..n.
-    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, src, dst)) }
+    // SAFETY: the caller guarantees that a and b match the kernel and its n elements.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, a, b)) }
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
