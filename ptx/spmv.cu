@@ -311,10 +311,24 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
         return;
     }
 
-    // A stream block: rows r0..r1.
+    // A stream block: rows r0..r1, each summed by a group of tpr threads.
     const unsigned r0 = row_tag;
     const unsigned r1 = ldg(block_row + b + 1) & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
+    // threads_per_row(rows): the largest power of two t with rows * t <= SPGPU_BLOCK, at most 32.
+    const unsigned t_max = SPGPU_BLOCK / rows;
+    const unsigned tpr = min(32u, 1u << (31 - __clz(t_max)));
+    const unsigned group = tid / tpr;
+    const unsigned lane = tid % tpr;
+    const unsigned row = r0 + group;
+    const bool active = group < rows && alpha != T(0);
+    // The group's row, as offsets relative to the block's first entry (below
+    // SPGPU_BALANCED_ENTRIES), read before the entries so that both loads are in flight at once.
+    unsigned s = 0, e = 0;
+    if (active) {
+        s = unsigned(ldg(row_offsets + row) - e0);
+        e = unsigned(ldg(row_offsets + row + 1) - e0);
+    }
     if (alpha != T(0)) {
         unsigned c[PER_THREAD];
         T v[PER_THREAD];
@@ -328,27 +342,29 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
         }
         sync();
     }
-    // threads_per_row(rows): the largest power of two t with rows * t <= SPGPU_BLOCK, at most 32.
-    const unsigned t_max = SPGPU_BLOCK / rows;
-    const unsigned tpr = min(32u, 1u << (31 - __clz(t_max)));
-    const unsigned group = tid / tpr;
-    const unsigned lane = tid % tpr;
-    const unsigned row = r0 + group;
-    const bool active = group < rows;
-    acc_t sum = 0;
-    if (active && alpha != T(0)) {
-        // offsets relative to the block's first entry: below SPGPU_BALANCED_ENTRIES
-        const unsigned s = unsigned(ldg(row_offsets + row) - e0);
-        const unsigned e = unsigned(ldg(row_offsets + row + 1) - e0);
-        for (unsigned i = s + lane; i < e; i += tpr) {
-            sum += prod[i];
+    // Each lane adds every tpr-th product of the row into 4 partial sums in turn (4 chains of
+    // shared-memory reads in flight, not 1: the warp's longest row sets how long it takes), then
+    // adds the 4 in a fixed order.
+    acc_t part[4] = {0, 0, 0, 0};
+    unsigned i = s + lane;
+    for (; i + 3 * tpr < e; i += 4 * tpr) {
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) {
+            part[k] += prod[i + k * tpr];
         }
     }
+#pragma unroll
+    for (unsigned k = 0; k < 3; ++k) {
+        if (i + k * tpr < e) {
+            part[k] += prod[i + k * tpr];
+        }
+    }
+    acc_t sum = (part[0] + part[1]) + (part[2] + part[3]);
     // Sum over each group of tpr lanes (every lane of the warp takes part).
     for (unsigned offset = tpr / 2; offset > 0; offset /= 2) {
         sum += __shfl_down_sync(0xffffffffu, sum, offset, tpr);
     }
-    if (active && lane == 0) {
+    if (group < rows && lane == 0) {
         store_axpby(y, row, alpha, sum, beta);
     }
 }
