@@ -422,9 +422,9 @@ fn suite_matrices_through_the_auto_plan_f32() {
     suite_through_the_auto_plan::<f32>("suite_matrices_through_the_auto_plan_f32");
 }
 
-/// Runs the `spgpu` binary with `args`; returns (success, stdout, stderr).
-/// Runs the `spgpu` binary, holding [`LARGE_ALLOCATIONS`]: its own CUDA context takes
-/// hundreds of MB of the same device while it runs.
+/// Runs the `spgpu` binary with `args`; returns (success, stdout, stderr). Holds
+/// [`LARGE_ALLOCATIONS`] meanwhile: the process's own CUDA context takes hundreds of MB of
+/// the same device.
 fn spgpu(bin: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let out = std::process::Command::new(bin).args(args).output().expect("spgpu runs");
@@ -568,14 +568,14 @@ fn offsets_past_2_to_the_32_f32() {
     offsets_past_2_to_the_32::<f32>("offsets_past_2_to_the_32_f32");
 }
 
-/// Device memory is planned: what is available is known before an upload (free memory plus
-/// what spgpu's pool holds unused), and freeing a matrix gives its bytes back to it.
 /// Held by the tests that allocate hundreds of MB and while an `spgpu` process runs, so that
 /// the memory test sees only its own allocations (free memory is counted device-wide: on
 /// the H200 a `spgpu spmv` that exited between its two readings made an upload of 556 MB
 /// look like 41 MB).
 static LARGE_ALLOCATIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Device memory is planned: what is available is known before an upload (free memory plus
+/// what spgpu's pool holds unused), and freeing a matrix gives its bytes back to it.
 #[test]
 fn device_memory_is_planned_before_upload() {
     let Some(ctx) = gpu("device_memory_is_planned_before_upload") else { return };
