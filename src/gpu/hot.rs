@@ -186,7 +186,7 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// The share of the entries that hot columns must hold for the hot-column kernel to run.
 ///
 /// Measured on the H200 (`spgpu spmv`, hot against not, 48 KiB per block, with the row
-/// sums of 2026-11-24): every R-MAT graph ran faster with hot columns, by 5-20% with 23-53%
+/// sums of 2026-11-24): every R-MAT graph ran faster with hot columns, by 4-20% with 23-53%
 /// of the entries in them, whatever its entries per column (6 to 16): `rmat:23:8:11` f64
 /// (23%) 686.6 -> 654.3 us, `rmat:22:8` f64 (29%) 294.7 -> 276.1 us and f32 (38%)
 /// 265.3 -> 230.0 us, `rmat:22:6:5` f32 198.0 -> 180.6 us, `rmat:21:10:4` f32 (45%)
