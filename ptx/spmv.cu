@@ -449,6 +449,29 @@ __device__ __forceinline__ void unflag_hot(unsigned long long n, unsigned* __res
     }
 }
 
+// counts[cols[i]] += 1 for i < n (grid-stride; counts zeroed before): the entries of each
+// column, counted at upload to choose the hot columns (src/gpu/hot.rs).
+__device__ __forceinline__ void column_counts(unsigned long long n, const unsigned* __restrict__ cols,
+                                              unsigned* __restrict__ counts) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        atomicAdd(counts + ldcs(cols + i), 1u);
+    }
+}
+
+// Plain columns to hot-column storage, in place: cols[i] = SPGPU_HOT_FLAG | slots[cols[i]]
+// where the column is hot (slots[c] != 0xffffffff), unchanged otherwise (grid-stride).
+__device__ __forceinline__ void flag_hot(unsigned long long n, unsigned* __restrict__ cols,
+                                         const unsigned* __restrict__ slots) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned s = ldg(slots + cols[i]);
+        if (s != 0xffffffffu) {
+            cols[i] = SPGPU_HOT_FLAG | s;
+        }
+    }
+}
+
 // Entries per chunk of a long row in the SELL kernel (CHUNK in src/gpu/sell.rs).
 #define SPGPU_SELL_CHUNK 2048
 
@@ -610,6 +633,16 @@ SPGPU_KERNELS(f64)
 extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
     unflag_hot_columns(unsigned long long n, unsigned* __restrict__ cols, const unsigned* __restrict__ hot_cols) {
     unflag_hot(n, cols, hot_cols);
+}
+
+extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
+    count_columns(unsigned long long n, const unsigned* __restrict__ cols, unsigned* __restrict__ counts) {
+    column_counts(n, cols, counts);
+}
+
+extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)
+    flag_hot_columns(unsigned long long n, unsigned* __restrict__ cols, const unsigned* __restrict__ slots) {
+    flag_hot(n, cols, slots);
 }
 
 extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)

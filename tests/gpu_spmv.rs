@@ -9,7 +9,7 @@ use common::{gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spgpu::gpu::hot::HotChoice;
+use spgpu::gpu::hot::{HotChoice, HotColumns};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
 
@@ -599,8 +599,8 @@ fn device_memory_is_planned_before_upload() {
 /// column hot, with 32-bit and 64-bit positions: results bit-identical to the balanced
 /// kernel's (same sums in the same order) and within the reference's bound, repeated calls
 /// bit-identical, `beta = 0` never reading `y` (NaN there), `alpha = 0` only scaling `y`.
-/// The download gives the matrix back; switching to another kernel restores the columns
-/// on the device.
+/// The columns counted on the device are those the host counts. The download gives the
+/// matrix back; switching to another kernel restores the columns on the device.
 fn hot_columns<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
     let mut rng = StdRng::seed_from_u64(4242);
@@ -619,6 +619,13 @@ fn hot_columns<T: Scalar>(test: &str) {
             assert_eq!(hot.plan().hot_columns(), a.nnz() > 0, "{what}");
             if a.nnz() > 0 {
                 assert!(hot.plan().explain().contains("hot columns hold"), "{what}: {}", hot.plan().explain());
+                if slots <= 64 {
+                    // counted on the device, chosen as the host would
+                    let host = HotColumns::select(a.col_indices(), a.ncols(), slots, 0);
+                    let share = 100.0 * host.entries() as f64 / a.nnz() as f64;
+                    let says = format!("{} hot columns hold {share:.1}% of the entries", host.len());
+                    assert!(hot.plan().explain().contains(&says), "{what}: {says}? {}", hot.plan().explain());
+                }
                 assert!(hot.csr_ptrs().is_none(), "{what}: flagged columns must not be handed out");
             }
             assert_eq!(hot.download().unwrap(), *a, "{what}: download");

@@ -251,26 +251,6 @@ impl Balanced {
     }
 }
 
-/// The column indices of `a` with the entries of hot columns flagged ([`HotColumns::flag`]),
-/// made and uploaded a piece at a time (no second host copy of the columns).
-fn upload_flagged<T: Scalar>(
-    ctx: &'static Context,
-    a: &CsrMatrix<T>,
-    hot: &HotColumns,
-) -> Result<Option<DeviceMemory<u32>>> {
-    if a.nnz() == 0 {
-        return Ok(None);
-    }
-    let map = hot.slot_map(a.ncols());
-    let mut d = DeviceMemory::<u32>::uninit(ctx, a.nnz(), "CSR column indices (hot columns flagged)")?;
-    let mut buf = Vec::with_capacity(PIECE.min(a.nnz()));
-    for (k, piece) in a.col_indices().chunks(PIECE).enumerate() {
-        HotColumns::flag(&map, piece, &mut buf);
-        d.copy_from_host_at(k * PIECE, &buf, "CSR column indices (hot columns flagged)")?;
-    }
-    Ok(Some(d))
-}
-
 impl<T: Scalar> DeviceCsr<T> {
     /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::from_stats`]):
     /// the plan picks the kernel and the storage (CSR, CSR with row blocks for the balanced
@@ -381,7 +361,7 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
         let hot = match &blocks {
-            Some(_) => plan_hot::<T>(ctx, a.col_indices(), a.ncols(), wide, hot_choice)?,
+            Some(_) => plan_hot::<T>(ctx, a.nnz(), wide, hot_choice)?,
             None => None,
         };
         let mut preprocessing = started.elapsed();
@@ -395,7 +375,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 (a.nrows() + 1) * offset
                     + a.nnz() * (4 + T::BYTES)
                     + b.as_ref().map_or(0, |b| b.device_bytes(wide))
-                    + hot.as_ref().map_or(0, |(h, _, _)| DeviceHot::<T>::bytes(h.len()))
+                    + hot.as_ref().map_or(0, |h| h.device_bytes::<T>(a.ncols()))
             }
         } as u64;
         let available = ctx.available_memory()?;
@@ -431,12 +411,19 @@ impl<T: Scalar> DeviceCsr<T> {
             preprocessing += converting.elapsed();
             Storage::Sell(Box::new(d))
         } else {
-            let (col_indices, hot) = match hot {
+            let mut col_indices = upload(a.col_indices(), "CSR column indices")?;
+            let chosen = match (hot, col_indices.as_mut()) {
+                (Some(h), Some(cols)) => {
+                    // counted, chosen and flagged on the device: preprocessing
+                    let choosing = Instant::now();
+                    let chosen = h.choose::<T>(ctx, cols, a.nnz(), a.ncols())?;
+                    preprocessing += choosing.elapsed();
+                    chosen
+                }
+                _ => None,
+            };
+            let hot = match chosen {
                 Some((h, grid, shared_bytes)) => {
-                    // flagged a piece at a time while uploading: preprocessing, as for ELL
-                    let flagging = Instant::now();
-                    let cols = upload_flagged(ctx, a, &h)?;
-                    preprocessing += flagging.elapsed();
                     let d = DeviceHot {
                         columns: DeviceMemory::from_slice(ctx, h.columns(), "hot columns")?,
                         x: DeviceMemory::uninit(ctx, h.len(), "hot entries of x")?,
@@ -446,9 +433,9 @@ impl<T: Scalar> DeviceCsr<T> {
                         grid,
                         shared_bytes,
                     };
-                    (cols, Some(Box::new(d)))
+                    Some(Box::new(d))
                 }
-                None => (upload(a.col_indices(), "CSR column indices")?, None),
+                None => None,
             };
             Storage::Csr {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,

@@ -9,10 +9,11 @@
 //! `ptx/spmv.cu`) copies the hot entries of `x` into each block's shared memory once per
 //! call, so their gathers never reach the L2.
 //!
-//! At upload, [`HotColumns::select`] counts each column's entries and keeps the most-read
-//! columns that repay their copy; each of their entries is then stored as
-//! [`HOT_FLAG`]` | slot` instead of its column (columns are below 2^31, so bit 31 is free),
-//! the slot being the column's place in [`HotColumns::columns`]. Each call gathers the hot
+//! At upload, each column's entries are counted on the device, and the most-read columns
+//! that repay their copy are kept ([`HotColumns::from_counts`]); each of their entries is
+//! then stored, on the device, as [`HOT_FLAG`]` | slot` instead of its column (columns are
+//! below 2^31, so bit 31 is free), the slot being the column's place in
+//! [`HotColumns::columns`]. Each call gathers the hot
 //! entries of `x` into a contiguous array (`gather_<T>`), which every block copies with
 //! coalesced reads. Downloads restore the columns; nothing else sees the flagged ones.
 
@@ -60,7 +61,19 @@ impl HotColumns {
     /// assert_eq!(HotColumns::select(&cols, 8, 1, 2).columns(), &[7]);
     /// ```
     pub fn select(col_indices: &[u32], ncols: usize, capacity: usize, min_entries: u32) -> HotColumns {
-        let counts = column_counts(col_indices, ncols);
+        HotColumns::from_counts(&column_counts(col_indices, ncols), capacity, min_entries)
+    }
+
+    /// [`select`](HotColumns::select) from the entries of each column (`counts[c]` for
+    /// column `c`), counted elsewhere (the upload counts on the device).
+    ///
+    /// ```
+    /// use spgpu::gpu::hot::HotColumns;
+    /// let hot = HotColumns::from_counts(&[1, 0, 3, 1, 0, 0, 0, 5], 10, 2);
+    /// assert_eq!(hot.columns(), &[2, 7]);
+    /// assert_eq!(hot.entries(), 8);
+    /// ```
+    pub fn from_counts(counts: &[u32], capacity: usize, min_entries: u32) -> HotColumns {
         let mut hot: Vec<(u32, u32)> =
             counts.iter().enumerate().filter(|&(_, &n)| n > min_entries).map(|(c, &n)| (n, c as u32)).collect();
         // most entries first, then the lower column
@@ -120,7 +133,9 @@ impl HotColumns {
     }
 
     /// `out[i]`: `cols[i]`, or [`HOT_FLAG`]` | slot` when it is hot (`map` from
-    /// [`slot_map`](HotColumns::slot_map)).
+    /// [`slot_map`](HotColumns::slot_map)): what `flag_hot_columns` does on the device, for
+    /// the tests.
+    #[cfg(test)]
     pub(crate) fn flag(map: &[u32], cols: &[u32], out: &mut Vec<u32>) {
         out.clear();
         out.extend(cols.iter().map(|&c| match map[c as usize] {
@@ -208,25 +223,31 @@ const HOT_BLOCKS_PER_SM: usize = 2;
 /// Threads per block of the hot-column kernel (`SPGPU_HOT_GROUPS * SPGPU_BLOCK`).
 pub(crate) const HOT_THREADS: u32 = 4 * super::kernels::BLOCK;
 
-/// Hot columns of a matrix for the hot-column kernel on this context, or `None` when they
-/// would not pay ([`HotChoice::Auto`]): the matrix has at most
-/// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
-/// copy would show), or hot columns holding less than [`MIN_SHARE`] of its entries.
-/// A column is hot when its entries repay its copies
-/// ([`HotColumns::min_entries_for`] the resident blocks), at most
-/// [`HOT_BYTES_PER_BLOCK`] of them, the most-read first. Returns the columns with the
-/// kernel's grid (the resident blocks) and its shared memory per block.
-pub(crate) fn plan_hot<T: Scalar>(
-    ctx: &Context,
-    col_indices: &[u32],
-    ncols: usize,
-    wide: bool,
-    choice: HotChoice,
-) -> Result<Option<(HotColumns, u32, u32)>> {
+/// How an upload chooses hot columns for the hot-column kernel on this context
+/// ([`plan_hot`]), before anything is on the device: how many fit a block's shared memory,
+/// and how many entries a column needs.
+pub(crate) struct HotPlan {
+    /// The kernel (`spmv_csr_hot_<T>`, or its 64-bit variant).
+    name: String,
+    /// Hot columns at most: [`HOT_BYTES_PER_BLOCK`] or what shared memory holds, fewer when
+    /// forced.
+    capacity: usize,
+    /// A hot column has more entries than this ([`HotColumns::min_entries_for`], 0 when
+    /// forced).
+    min_entries: u32,
+    /// Whether [`MIN_SHARE`] applies ([`HotChoice::Auto`]).
+    auto: bool,
+}
+
+/// How hot columns would be chosen for a matrix of `nnz` entries, or `None` when they are
+/// not considered ([`HotChoice::Auto`]): the matrix has at most [`SpmvPlan::SMALL_NNZ`]
+/// entries (latency-bound: the extra gather launch and each block's copy would show), or
+/// [`HOT_COLUMNS_ENV`] is `0`. Allows the kernel the shared memory of its hot entries.
+/// [`HotPlan::choose`] then counts the columns on the device.
+pub(crate) fn plan_hot<T: Scalar>(ctx: &Context, nnz: usize, wide: bool, choice: HotChoice) -> Result<Option<HotPlan>> {
     let auto = choice == HotChoice::Auto;
     let off = std::env::var(HOT_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0");
-    if choice == HotChoice::Off || (auto && (off || col_indices.len() <= SpmvPlan::SMALL_NNZ)) || col_indices.is_empty()
-    {
+    if choice == HotChoice::Off || (auto && (off || nnz <= SpmvPlan::SMALL_NNZ)) || nnz == 0 {
         return Ok(None);
     }
     let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
@@ -260,59 +281,80 @@ pub(crate) fn plan_hot<T: Scalar>(
     };
     DriverError::check(rc)
         .map_err(|e| Error::cuda(format!("allowing {per_block} bytes of shared memory to {name}"), e))?;
-    let resident = |bytes: usize| -> Result<u32> {
-        let per_sm = function
-            .max_active_blocks_per_multiprocessor(BlockSize::x(HOT_THREADS), bytes)
-            .map_err(|e| Error::cuda(format!("reading the occupancy of {name}"), e))?;
-        Ok(per_sm.max(1) * info.sm_count)
-    };
-    if auto && !may_be_hot(col_indices, ncols, capacity) {
-        return Ok(None);
+    let mut plan = HotPlan { name, capacity, min_entries: 0, auto };
+    if auto {
+        plan.min_entries = HotColumns::min_entries_for(plan.resident(ctx, per_block)?, T::BYTES);
     }
-    let min_entries = if auto { HotColumns::min_entries_for(resident(per_block)?, T::BYTES) } else { 0 };
-    let hot = HotColumns::select(col_indices, ncols, capacity, min_entries);
-    if hot.is_empty() || (auto && (hot.entries() as f64) < MIN_SHARE * col_indices.len() as f64) {
-        return Ok(None);
-    }
-    let bytes = hot.len() * T::BYTES;
-    Ok(Some((hot, resident(bytes)?, bytes as u32)))
+    Ok(Some(plan))
 }
 
-/// Whether hot columns may hold [`MIN_SHARE`] of the entries, judged from 2^18 of them (16
-/// runs of 2^14 consecutive entries, evenly spread): counting every column of a large
-/// matrix takes as long as a few hundred SpMVs, which matrices whose columns are read evenly
-/// (most) need not pay. The sample's `capacity` most-read columns must hold half of
-/// [`MIN_SHARE`] of it: a generous bound (on random columns, the sample's noise alone gives
-/// its top columns a few times their share; on R-MAT graphs the sample's share is the
-/// matrix's).
-fn may_be_hot(col_indices: &[u32], ncols: usize, capacity: usize) -> bool {
-    const RUNS: usize = 16;
-    const RUN: usize = 1 << 14;
-    let n = col_indices.len();
-    if n <= 2 * RUNS * RUN {
-        return true;
+impl HotPlan {
+    /// Device bytes that choosing and keeping hot columns take at most, beside the CSR
+    /// arrays: the column counts (4 bytes per column; freed before the slot map of the same
+    /// size is made) and the hot-column arrays of the most columns allowed.
+    pub(crate) fn device_bytes<T: Scalar>(&self, ncols: usize) -> usize {
+        ncols * 4 + DeviceHot::<T>::bytes(self.capacity)
     }
-    let mut counts = vec![0u32; ncols];
-    for k in 0..RUNS {
-        for &c in &col_indices[k * (n - RUN) / (RUNS - 1)..][..RUN] {
-            counts[c as usize] += 1;
+
+    /// Blocks of the kernel resident at once with `bytes` of hot entries per block.
+    fn resident(&self, ctx: &Context, bytes: usize) -> Result<u32> {
+        let function = ctx.function(ModuleId::Spmv, &self.name)?;
+        let per_sm = function
+            .max_active_blocks_per_multiprocessor(BlockSize::x(HOT_THREADS), bytes)
+            .map_err(|e| Error::cuda(format!("reading the occupancy of {}", self.name), e))?;
+        Ok(per_sm.max(1) * ctx.info().sm_count)
+    }
+
+    /// Chooses the hot columns of the matrix of `ncols` columns whose `n` column indices are
+    /// uploaded in `cols`,
+    /// and flags their entries there: counts every column's entries on the device
+    /// (`count_columns`, one read of the columns), keeps the most-read columns that repay
+    /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
+    /// [`MIN_SHARE`] of the entries (or are forced), rewrites their entries in place as
+    /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). `None`, with `cols` untouched, when no
+    /// column qualifies. Returns the columns with the kernel's grid (the resident blocks)
+    /// and its shared memory per block. Waits for the device.
+    ///
+    /// Counting on the device costs about one SpMV; on the host (16 threads, atomic
+    /// counters that the most-read columns contend for) it took as long as 1100 SpMVs of
+    /// an R-MAT graph on the H200.
+    pub(crate) fn choose<T: Scalar>(
+        &self,
+        ctx: &'static Context,
+        cols: &mut DeviceMemory<u32>,
+        n: usize,
+        ncols: usize,
+    ) -> Result<Option<(HotColumns, u32, u32)>> {
+        let mut counts = vec![0u32; ncols];
+        {
+            let d_counts = DeviceMemory::<u32>::zeroed(ctx, ncols, "column counts")?;
+            // SAFETY: `cols` holds the n column indices of a validated matrix of ncols
+            // columns, each below ncols == d_counts.len(); the download below waits for the
+            // kernel.
+            unsafe {
+                super::kernels::spmv::count_columns(
+                    ctx,
+                    cols.as_device_ptr().as_raw(),
+                    d_counts.as_device_ptr().as_raw(),
+                    n,
+                )?
+            };
+            d_counts.copy_to_host(&mut counts, "column counts")?;
         }
-    }
-    // the entries of the `capacity` most-read columns, from a histogram of the counts
-    let mut columns_with = vec![0usize; RUNS * RUN + 1];
-    for &c in &counts {
-        columns_with[c as usize] += 1;
-    }
-    let (mut left, mut entries) = (capacity, 0usize);
-    for (count, &columns) in columns_with.iter().enumerate().skip(1).rev() {
-        let take = columns.min(left);
-        entries += take * count;
-        left -= take;
-        if left == 0 {
-            break;
+        let hot = HotColumns::from_counts(&counts, self.capacity, self.min_entries);
+        if hot.is_empty() || (self.auto && (hot.entries() as f64) < MIN_SHARE * n as f64) {
+            return Ok(None);
         }
+        let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;
+        // SAFETY: as above, every column is below ncols == slots.len(); `cols` is borrowed
+        // mutably, and the synchronization below completes the kernel before it is used.
+        unsafe {
+            super::kernels::spmv::flag_hot(ctx, cols.as_device_ptr().as_raw(), slots.as_device_ptr().as_raw(), n)?
+        };
+        ctx.synchronize()?;
+        let bytes = hot.len() * T::BYTES;
+        Ok(Some((hot, self.resident(ctx, bytes)?, bytes as u32)))
     }
-    entries as f64 >= 0.5 * MIN_SHARE * (RUNS * RUN) as f64
 }
 
 /// Entries per column, counted by all threads at once.
@@ -382,26 +424,6 @@ mod tests {
         }
         HotColumns::unflag(hot.columns(), &mut flagged);
         assert_eq!(flagged, cols);
-    }
-
-    #[test]
-    fn the_sample_tells_skewed_columns_from_even_ones() {
-        // 4M entries: columns uniform over 1M, or R-MAT-like (each of 20 bits set with
-        // probability 0.24, so low columns are read far more often)
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let even: Vec<u32> = (0..4 << 20).map(|_| (next() % (1 << 20)) as u32).collect();
-        assert!(!may_be_hot(&even, 1 << 20, 6144));
-        let skewed: Vec<u32> =
-            (0..4 << 20).map(|_| (0..20).fold(0u32, |c, bit| c | (((next() % 100) < 24) as u32) << bit)).collect();
-        assert!(may_be_hot(&skewed, 1 << 20, 6144));
-        // small: always counted exactly
-        assert!(may_be_hot(&even[..1 << 19], 1 << 20, 6144));
     }
 
     #[test]

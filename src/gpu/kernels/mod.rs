@@ -32,6 +32,12 @@ pub enum GpuKernel {
     /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
     /// for both element types, named `unflag_hot_columns`).
     UnflagHot,
+    /// The entries of each column (module [`ModuleId::Spmv`], one kernel for both element
+    /// types, named `count_columns`): the upload's count for choosing hot columns.
+    CountColumns,
+    /// Plain column indices to hot-column storage (module [`ModuleId::Spmv`], one kernel for
+    /// both element types, named `flag_hot_columns`).
+    FlagHot,
 }
 
 impl GpuKernel {
@@ -43,13 +49,14 @@ impl GpuKernel {
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
             | GpuKernel::Gather
-            | GpuKernel::UnflagHot => ModuleId::Spmv,
+            | GpuKernel::UnflagHot
+            | GpuKernel::CountColumns
+            | GpuKernel::FlagHot => ModuleId::Spmv,
         }
     }
 
-    /// Every kernel the Rust side can launch (each exists for f32 and f64, but
-    /// [`WidenIndices`](GpuKernel::WidenIndices) and [`UnflagHot`](GpuKernel::UnflagHot),
-    /// which are one each).
+    /// Every kernel the Rust side can launch (each exists for f32 and f64, but the
+    /// [untyped](GpuKernel::is_untyped) ones, which are one each).
     pub fn all() -> Vec<GpuKernel> {
         let mut all = vec![
             GpuKernel::Spmv(SpmvKernel::Scalar),
@@ -61,6 +68,8 @@ impl GpuKernel {
             GpuKernel::BalancedHot,
             GpuKernel::Gather,
             GpuKernel::UnflagHot,
+            GpuKernel::CountColumns,
+            GpuKernel::FlagHot,
         ];
         all.extend(
             super::plan::VECTOR_THREADS_PER_ROW
@@ -68,6 +77,12 @@ impl GpuKernel {
                 .map(|&threads_per_row| GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row })),
         );
         all
+    }
+
+    /// Whether the kernel is one for both element types (its name has no scalar): the
+    /// kernels that only move column indices.
+    pub fn is_untyped(self) -> bool {
+        matches!(self, GpuKernel::WidenIndices | GpuKernel::UnflagHot | GpuKernel::CountColumns | GpuKernel::FlagHot)
     }
 }
 
@@ -98,6 +113,8 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
+        GpuKernel::CountColumns => "count_columns".to_string(),
+        GpuKernel::FlagHot => "flag_hot_columns".to_string(),
     }
 }
 
@@ -127,7 +144,7 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
 pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
     let mut names = Vec::new();
     for kernel in GpuKernel::all() {
-        if matches!(kernel, GpuKernel::WidenIndices | GpuKernel::UnflagHot) {
+        if kernel.is_untyped() {
             names.push((kernel.module(), kernel_name(kernel, "")));
             continue;
         }
@@ -166,10 +183,12 @@ mod tests {
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
-        // widths) and its gather, widen and unflag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 + 2 * 11);
+        // widths) and its gather, then widen, unflag, count and flag, then the CG kernels of
+        // blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 4 + 2 * 11);
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
         assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));
+        assert!(unique.contains("count_columns") && unique.contains("flag_hot_columns"));
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {

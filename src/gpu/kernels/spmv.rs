@@ -332,6 +332,31 @@ pub(crate) unsafe fn unflag_hot(ctx: &Context, cols: u64, columns: u64, n: usize
     unsafe { grid_stride(ctx, GpuKernel::UnflagHot, n, cols, columns) }
 }
 
+/// `count_columns`: `counts[cols[i]] += 1` for `i < n`, on the context's stream.
+///
+/// # Safety
+///
+/// `cols` is a live device array of `n` column indices, each below the length of the live
+/// array `counts`, and nothing else uses `counts` until the stream has run the kernel.
+pub(crate) unsafe fn count_columns(ctx: &Context, cols: u64, counts: u64, n: usize) -> Result<()> {
+    // SAFETY: count_columns(unsigned long long n, const unsigned* cols, unsigned* counts);
+    // the caller guarantees the arrays.
+    unsafe { grid_stride(ctx, GpuKernel::CountColumns, n, cols, counts) }
+}
+
+/// `flag_hot_columns`: `cols[i] = HOT_FLAG | slots[cols[i]]` where that slot is not
+/// `u32::MAX`, in place, on the context's stream.
+///
+/// # Safety
+///
+/// `cols` is a live device array of `n` column indices, each below the length of the live
+/// array `slots`, and nothing else uses `cols` until the stream has run the kernel.
+pub(crate) unsafe fn flag_hot(ctx: &Context, cols: u64, slots: u64, n: usize) -> Result<()> {
+    // SAFETY: flag_hot_columns(unsigned long long n, unsigned* cols, const unsigned* slots);
+    // the caller guarantees the arrays.
+    unsafe { grid_stride(ctx, GpuKernel::FlagHot, n, cols, slots) }
+}
+
 /// `widen_u32_u64`: `dst[i] = src[i]` for `i < n`, `u32` to `u64`, on the context's stream.
 ///
 /// # Safety
