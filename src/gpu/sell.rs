@@ -10,9 +10,11 @@
 //!   without the padding ELL needs when rows differ. Padding slots hold column
 //!   [`ELL_PADDING`] and value 0. `perm[p]` is the row at sorted position `p`.
 //! - Rows longer than [`LONG_ROW`] are **long**: their entries are kept in CSR order in arrays
-//!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each,
-//!   whose sums go to a scratch array and are added per row, in chunk order, by the block
-//!   that completes the row (as in the balanced kernel, [`balance`](super::balance)).
+//!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each
+//!   (launched before the slices' blocks, so that they run alongside them, not in the
+//!   kernel's tail), whose sums go to a scratch array and are added per row, in chunk
+//!   order, by the block that completes the row (as in the balanced kernel,
+//!   [`balance`](super::balance)).
 //!
 //! One thread sums one short row; one block sums one chunk; every sum has a fixed order, so
 //! results repeat bit for bit.

@@ -282,9 +282,9 @@ pub(crate) fn sell<T: Scalar>(
     // column is below ncols == x.len(), chunk_entry has nchunks + 1 entries bounding the
     // long-row arrays, partials has nchunks slots, long_rows lists the nlong long rows as
     // [row, first chunk, chunks] in increasing order with one counter each in long_done (0
-    // before the launch: made zero, set back by the block that completes its row). Threads of sorted positions >= nsorted
-    // return at once; blocks >= nslice_blocks are chunks (grid = slice blocks + chunks). y is
-    // borrowed mutably and cannot alias x.
+    // before the launch: made zero, set back by the block that completes its row). Threads
+    // of sorted positions >= nsorted return at once; the first grid - nslice_blocks blocks
+    // are chunks (grid = chunks + slice blocks). y is borrowed mutably and cannot alias x.
     unsafe {
         launch!(function<<<grid, BLOCK, 0, stream>>>(
             nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
