@@ -221,19 +221,20 @@ __device__ void cg_spmv_csr_alpha(unsigned nrows, const unsigned* __restrict__ o
     if (threadIdx.x == 0) finish_alpha(s, pq);
 }
 
-// q = A p for column-major ELLPACK (padding slots skipped) fused with p'q -> alpha.
-template <typename T>
-__device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, const unsigned* __restrict__ cols,
-                                  const T* __restrict__ vals, const T* __restrict__ p, T* __restrict__ q, double* s,
-                                  double* partials, unsigned* ticket) {
+// q = A p for column-major ELLPACK (padding slots skipped) fused with p'q -> alpha; C: how
+// the columns are stored (WideCols or NarrowCols, common.cuh).
+template <typename T, typename C>
+__device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, C cols, const T* __restrict__ vals,
+                                  const T* __restrict__ p, T* __restrict__ q, double* s, double* partials,
+                                  unsigned* ticket) {
     if (stopped(s)) return;
     double pq = 0.0, unused = 0.0;
     GRID_STRIDE(row, nrows) {
         acc_t sum = 0.0;
         unsigned slot = (unsigned)row;  // row < nrows; (width + 1) * nrows fits 32 bits (checked)
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
-            const unsigned c = ldg(cols + slot);
-            if (c != SPGPU_ELL_PADDING) {
+            unsigned c;
+            if (cols.template at<false>(slot, (unsigned)row, c)) {
                 sum += acc_t(ldg(vals + slot)) * acc_t(ldg(p + c));
             }
         }
@@ -411,7 +412,13 @@ __device__ void cg_scale(unsigned n, double alpha, T* __restrict__ a) {
     extern "C" __global__ void cg_spmv_ell_alpha_##T(unsigned nrows, unsigned width, const unsigned* cols,         \
                                                      const T* vals, const T* p, T* q, double* s, double* partials,  \
                                                      unsigned* ticket) {                                           \
-        cg_spmv_ell_alpha<T>(nrows, width, cols, vals, p, q, s, partials, ticket);                                 \
+        cg_spmv_ell_alpha<T>(nrows, width, WideCols{cols}, vals, p, q, s, partials, ticket);                       \
+    }                                                                                                              \
+    extern "C" __global__ void cg_spmv_ell16_alpha_##T(unsigned nrows, unsigned width,                             \
+                                                       const unsigned short* col_offsets, const T* vals,            \
+                                                       const T* p, T* q, double* s, double* partials,               \
+                                                       unsigned* ticket) {                                          \
+        cg_spmv_ell_alpha<T>(nrows, width, NarrowCols{col_offsets}, vals, p, q, s, partials, ticket);              \
     }                                                                                                              \
     extern "C" __global__ void cg_update_##T(unsigned n, T* x, T* r, const T* p, const T* q, const T* dinv,        \
                                              int mode, double* s, double* partials, unsigned* ticket,              \

@@ -37,6 +37,38 @@ __device__ __forceinline__ T ldcs(const T* __restrict__ p) {
     return __ldcs(p);
 }
 
+// The two ways ELL and SELL slots store their columns (src/gpu/narrow.rs on the Rust side).
+// `at<STREAM>(slot, row, col)` says whether the slot of row `row` holds an entry and puts its
+// column in `col`; STREAM reads with the evict-first policy (ldcs) instead of ldg.
+//
+// WideCols: the column itself, SPGPU_ELL_PADDING in padding slots.
+struct WideCols {
+    const unsigned* __restrict__ c;
+    template <bool STREAM, typename S>
+    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
+        col = STREAM ? ldcs(c + slot) : ldg(c + slot);
+        return col != SPGPU_ELL_PADDING;
+    }
+};
+
+// The 16-bit padding of NarrowCols (NARROW_PADDING on the Rust side): -32768, which no
+// offset takes.
+#define SPGPU_NARROW_PADDING 0x8000u
+
+// NarrowCols: the column's offset from the row, `col - row` in -32767..=32767, as a 16-bit
+// two's complement; SPGPU_NARROW_PADDING in padding slots. For matrices whose entries all lie
+// that close to the diagonal (grids, meshes, banded systems), a slot then takes 2 bytes
+// fewer of the memory traffic.
+struct NarrowCols {
+    const unsigned short* __restrict__ c;
+    template <bool STREAM, typename S>
+    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
+        const unsigned short d = STREAM ? ldcs(c + slot) : ldg(c + slot);
+        col = row + unsigned(int(short(d)));
+        return d != SPGPU_NARROW_PADDING;
+    }
+};
+
 // Writes `y[row] = alpha*sum + beta*y[row]`, never reading `y[row]` when `beta == 0` and
 // never using `sum` when `alpha == 0`.
 template <typename T>

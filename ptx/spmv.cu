@@ -66,11 +66,11 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 // reads 32 consecutive slots. Every slot's column and value are loaded unconditionally (a
 // padding slot holds value 0), so the loads of all slots are independent and overlap;
 // only the read of x is skipped for padding (column SPGPU_ELL_PADDING). S is the slot index
-// type: 32-bit while (width + 1) * nrows fits it, else 64-bit.
-template <typename T, typename S>
-__device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsigned* __restrict__ col_indices,
-                                    const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
-                                    T* __restrict__ y) {
+// type: 32-bit while (width + 1) * nrows fits it, else 64-bit. C: how columns are stored
+// (WideCols or NarrowCols, common.cuh).
+template <typename T, typename S, typename C>
+__device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, const T* __restrict__ values,
+                                    const T* __restrict__ x, T alpha, T beta, T* __restrict__ y) {
     const unsigned row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= nrows) {
         return;
@@ -80,9 +80,10 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, const unsign
         S slot = row;
 #pragma unroll 4
         for (unsigned k = 0; k < width; ++k, slot += nrows) {
-            const unsigned c = ldg(col_indices + slot);
+            unsigned c;
+            const bool entry = cols.template at<false>(slot, row, c);
             const T v = ldg(values + slot);
-            if (c != SPGPU_ELL_PADDING) {
+            if (entry) {
                 sum += acc_t(v) * acc_t(ldg(x + c));
             }
         }
@@ -485,10 +486,9 @@ __device__ __forceinline__ void flag_hot(unsigned long long n, unsigned* __restr
 // circuit:3000000 (60 rows of 16K-90K entries, 15% of the entries) ran last, on a GPU
 // emptying, and the kernel took 76.4 us (f32) and 104.5 us (f64) on the H200 instead of
 // 71.7 and 100.5.
-template <typename T, typename O>
+template <typename T, typename O, typename C>
 __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, const O* __restrict__ slice_ptr,
-                                     const unsigned* __restrict__ perm, const unsigned* __restrict__ cols,
-                                     const T* __restrict__ vals, const T* __restrict__ x, T alpha, T beta,
+                                     const unsigned* __restrict__ perm, C cols, const T* __restrict__ vals, const T* __restrict__ x, T alpha, T beta,
                                      T* __restrict__ y, const O* __restrict__ chunk_entry,
                                      const unsigned* __restrict__ long_cols, const T* __restrict__ long_vals,
                                      const LongRows lr) {
@@ -520,9 +520,10 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         O slot = base + lane;
 #pragma unroll 4
         for (unsigned k = 0; k < width; ++k, slot += 32) {
-            const unsigned c = ldcs(cols + slot);
+            unsigned c;
+            const bool entry = cols.template at<true>(slot, row, c);
             const T v = ldcs(vals + slot);
-            if (c != SPGPU_ELL_PADDING) {
+            if (entry) {
                 sum += acc_t(v) * acc_t(ldg(x + c));
             }
         }
@@ -580,7 +581,13 @@ typedef unsigned long long u64;
         spmv_ell_##T##SUFFIX(unsigned nrows, unsigned width, const unsigned *__restrict__ col_indices,    \
                              const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta,      \
                              T *__restrict__ y) {                                                          \
-        ell<T, O>(nrows, width, col_indices, values, x, alpha, beta, y);                                   \
+        ell<T, O>(nrows, width, WideCols{col_indices}, values, x, alpha, beta, y);                         \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
+        spmv_ell16_##T##SUFFIX(unsigned nrows, unsigned width, const unsigned short *__restrict__ col_offsets, \
+                               const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta,    \
+                               T *__restrict__ y) {                                                        \
+        ell<T, O>(nrows, width, NarrowCols{col_offsets}, values, x, alpha, beta, y);                       \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_##T##SUFFIX(            \
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
@@ -609,8 +616,18 @@ typedef unsigned long long u64;
         const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                         \
         acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
         unsigned *__restrict__ long_done) {                                                              \
-        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, cols, vals, x, alpha, beta, y, chunk_entry,  \
-                   long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials});               \
+        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, WideCols{cols}, vals, x, alpha, beta, y,     \
+                   chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials});  \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell16_##T##SUFFIX(                   \
+        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
+        const unsigned *__restrict__ perm, const unsigned short *__restrict__ col_offsets,               \
+        const T *__restrict__ vals, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,         \
+        const O *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                       \
+        const T *__restrict__ long_vals, acc_t *__restrict__ partials, unsigned nlong,                   \
+        const unsigned *__restrict__ long_rows, unsigned *__restrict__ long_done) {                      \
+        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, NarrowCols{col_offsets}, vals, x, alpha, beta, \
+                   y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials}); \
     }
 
 #define SPGPU_KERNELS(T)                                                                                   \

@@ -7,9 +7,10 @@ use cust::memory::DevicePointer;
 use super::balance::RowBlocks;
 use super::hot::{plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
+use super::narrow::{self, SlotCols};
 use super::positions::PIECE;
 use super::positions::{positions_need_64_bits, shifted, Positions};
-use super::sell::{SellLayout, SellMatrix};
+use super::sell::{decode_narrow, SellLayout, SellMatrix};
 use super::vector::{download, ptr_of, upload};
 use super::Stream;
 use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
@@ -84,7 +85,8 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) nlong: usize,
     pub(crate) slice_ptr: Positions,
     pub(crate) perm: Option<DeviceMemory<u32>>,
-    pub(crate) cols: Option<DeviceMemory<u32>>,
+    /// The slots' columns, or their offsets from the row ([`super::narrow`]).
+    pub(crate) cols: Option<SlotCols>,
     pub(crate) vals: Option<DeviceMemory<T>>,
     pub(crate) chunk_entry: Positions,
     pub(crate) long_cols: Option<DeviceMemory<u32>>,
@@ -105,7 +107,10 @@ impl<T: Scalar> DeviceSell<T> {
     /// Uploads the SELL form of `a` with layout `s`: the slots are made and uploaded a range
     /// of slices (about [`PIECE`] slots) at a time, the long rows' entries copied from `a`'s
     /// arrays in batches, so the host never holds a second copy of the matrix.
-    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
+    ///
+    /// The slots store 16-bit column offsets when `narrow` (every short row's entries lie
+    /// within [`narrow::MAX_OFFSET`] of the diagonal, [`narrow::fits`]).
+    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64, narrow: bool) -> Result<Self> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
@@ -122,18 +127,31 @@ impl<T: Scalar> DeviceSell<T> {
         let (slots, nlong_entries) = (s.slots(), s.long_entries());
         let (mut cols, mut vals) = (None, None);
         if slots > 0 {
-            let mut c = DeviceMemory::<u32>::uninit(ctx, slots, "SELL columns")?;
+            let mut c = SlotCols::uninit(ctx, slots, narrow, "SELL columns")?;
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
-            let (mut bc, mut bv) = (Vec::new(), Vec::new());
+            let (mut bc, mut bc16, mut bv) = (Vec::new(), Vec::new(), Vec::new());
             let mut s0 = 0;
             while s0 < s.nslices() {
                 let goal = s.slice_ptr[s0] + PIECE as u64;
                 let s1 = s.slice_ptr.partition_point(|&p| p <= goal).saturating_sub(1).clamp(s0 + 1, s.nslices());
                 let (lo, hi) = (s.slice_ptr[s0] as usize, s.slice_ptr[s1] as usize);
-                bc.resize(hi - lo, ELL_PADDING);
                 bv.resize(hi - lo, T::ZERO);
-                s.fill(a, s0, s1, &mut bc, &mut bv);
-                c.copy_from_host_at(lo, &bc, "SELL columns")?;
+                match &mut c {
+                    SlotCols::Wide(c) => {
+                        bc.resize(hi - lo, ELL_PADDING);
+                        s.fill(a, s0, s1, &mut bc, &mut bv);
+                        c.copy_from_host_at(lo, &bc, "SELL columns")?;
+                    }
+                    SlotCols::Narrow(c) => {
+                        bc16.resize(hi - lo, narrow::NARROW_PADDING);
+                        let encode = |col, row: u32| {
+                            narrow::encode(col, row as usize)
+                                .expect("narrow slots are made only when every column fits")
+                        };
+                        s.fill_with(a, s0, s1, &mut bc16, &mut bv, narrow::NARROW_PADDING, encode);
+                        c.copy_from_host_at(lo, &bc16, "SELL column offsets")?;
+                    }
+                }
                 v.copy_from_host_at(lo, &bv, "SELL values")?;
                 s0 = s1;
             }
@@ -173,7 +191,7 @@ impl<T: Scalar> DeviceSell<T> {
             long_rows: upload(&flat, "SELL long rows")?,
             long_done,
             partials,
-            bytes: s.device_bytes(T::BYTES)
+            bytes: s.device_bytes(T::BYTES) - if narrow { 2 * slots } else { 0 }
                 + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
             nrows: s.nrows,
             ncols: a.ncols(),
@@ -186,12 +204,22 @@ impl<T: Scalar> DeviceSell<T> {
         let slots = self.slots;
         let nlong_entries = self.nlong_entries;
         let flat = download(self.long_rows.as_ref(), 3 * self.nlong, "SELL long rows")?;
+        let slice_ptr = self.slice_ptr.download(self.nslices + 1, base, "SELL slice offsets")?;
+        let perm = download(self.perm.as_ref(), self.nsorted, "SELL row order")?;
+        let cols = match &self.cols {
+            None => Vec::new(),
+            Some(SlotCols::Wide(c)) => download(Some(c), slots, "SELL columns")?,
+            Some(SlotCols::Narrow(c)) => {
+                let offsets = download(Some(c), slots, "SELL column offsets")?;
+                decode_narrow(&slice_ptr, &perm, &offsets)
+            }
+        };
         let s = SellMatrix {
             nrows: self.nrows,
             nsorted: self.nsorted,
-            slice_ptr: self.slice_ptr.download(self.nslices + 1, base, "SELL slice offsets")?,
-            perm: download(self.perm.as_ref(), self.nsorted, "SELL row order")?,
-            cols: download(self.cols.as_ref(), slots, "SELL columns")?,
+            slice_ptr,
+            perm,
+            cols,
             vals: download(self.vals.as_ref(), slots, "SELL values")?,
             chunk_entry: self.chunk_entry.download(self.nchunks + 1, base, "SELL chunk offsets")?,
             long_cols: download(self.long_cols.as_ref(), nlong_entries, "SELL long-row columns")?,
@@ -403,12 +431,15 @@ impl<T: Scalar> DeviceCsr<T> {
             let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
             let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit)?;
             preprocessing += converting.elapsed();
+            plan.set_narrow(ell.narrow_columns());
             Storage::Ell(Box::new(ell))
         } else if let Some(sell) = sell {
             // the slots are made a piece at a time while uploading: preprocessing, as for ELL
             let converting = Instant::now();
-            let d = DeviceSell::upload(ctx, a, &sell, base)?;
+            let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), super::sell::LONG_ROW);
+            let d = DeviceSell::upload(ctx, a, &sell, base, narrow)?;
             preprocessing += converting.elapsed();
+            plan.set_narrow(narrow);
             Storage::Sell(Box::new(d))
         } else {
             let mut col_indices = upload(a.col_indices(), "CSR column indices")?;
@@ -590,7 +621,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// ELLPACK, the ELL arrays instead) and the balanced kernel's row blocks when it has them.
     pub fn device_bytes(&self) -> usize {
         match &self.storage {
-            Storage::Ell(e) => e.width() * e.nrows() * (4 + T::BYTES),
+            Storage::Ell(e) => e.width() * e.nrows() * (SlotCols::slot_bytes(e.narrow_columns()) + T::BYTES),
             Storage::Sell(sl) => sl.bytes,
             Storage::Csr { balanced, hot, .. } => {
                 self.csr_bytes()
@@ -701,11 +732,11 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
                 v
             }
-            Storage::Ell(e) => vec![e.col_indices_ptr().as_raw(), e.values_ptr().as_raw()],
+            Storage::Ell(e) => vec![e.cols_addr(), e.values_ptr().as_raw()],
             Storage::Sell(sl) => vec![
                 sl.slice_ptr.addr(),
                 a(sl.perm.as_ref()),
-                a(sl.cols.as_ref()),
+                sl.cols.as_ref().map_or(0, SlotCols::addr),
                 a(sl.vals.as_ref()),
                 sl.chunk_entry.addr(),
                 a(sl.long_cols.as_ref()),

@@ -4,16 +4,18 @@ use cust::memory::DevicePointer;
 
 use rayon::prelude::*;
 
-use super::memory::DeviceMemory;
+use super::narrow::{self, SlotCols};
 use super::positions::PIECE;
-use super::vector::{download, ptr_of, upload};
+use super::vector::{download, upload};
 use super::{kernels, Context, DeviceVector, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
 
 /// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
 /// of row `i` at `k * nrows + i`), padding slots holding column [`ELL_PADDING`] and value
-/// zero after each row's entries, exactly as in [`EllMatrix`].
+/// zero after each row's entries, exactly as in [`EllMatrix`]. When every entry lies within
+/// 32767 of the diagonal, the columns are stored as 16-bit offsets from the row
+/// ([`narrow`](super::narrow); [`narrow_columns`](DeviceEll::narrow_columns) says which).
 ///
 /// It can only be made by uploading a validated [`EllMatrix`] (or a [`CsrMatrix`], converted
 /// first), and always runs the ELL kernel: one thread per row, whose loads are coalesced
@@ -38,8 +40,8 @@ pub struct DeviceEll<T: Scalar> {
     ncols: usize,
     nnz: usize,
     width: usize,
-    col_indices: Option<DeviceMemory<u32>>,
-    values: Option<DeviceMemory<T>>,
+    cols: Option<SlotCols>,
+    values: Option<super::memory::DeviceMemory<T>>,
     stats: RowStats,
     plan: SpmvPlan,
 }
@@ -58,8 +60,22 @@ impl<T: Scalar> DeviceEll<T> {
     /// [`Error::Cuda`](crate::Error::Cuda) when allocation or a copy fails.
     pub fn upload(ctx: &'static Context, a: &EllMatrix<T>) -> Result<Self> {
         let stats = RowStats::from_lengths((0..a.nrows()).map(|i| a.row(i).count()), a.ncols());
-        let plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
-        let col_indices = upload(a.col_indices(), "ELL column indices")?;
+        let nrows = a.nrows();
+        let narrow = narrow::enabled()
+            && a.col_indices()
+                .par_iter()
+                .enumerate()
+                .all(|(s, &c)| c == ELL_PADDING || narrow::encode(c, s % nrows).is_some());
+        let mut plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
+        plan.set_narrow(narrow);
+        let cols = match a.col_indices() {
+            [] => None,
+            c => {
+                let mut d = SlotCols::uninit(ctx, c.len(), narrow, "ELL column indices")?;
+                d.copy_from_host_at(0, c, |s| s % nrows, &mut Vec::new(), "ELL column indices")?;
+                Some(d)
+            }
+        };
         let values = upload(a.values(), "ELL values")?;
         Ok(DeviceEll {
             ctx,
@@ -67,7 +83,7 @@ impl<T: Scalar> DeviceEll<T> {
             ncols: a.ncols(),
             nnz: a.nnz(),
             width: a.width(),
-            col_indices,
+            cols,
             values,
             stats,
             plan,
@@ -105,11 +121,14 @@ impl<T: Scalar> DeviceEll<T> {
             let e = FormatError::EllPaddingLimit { width, nrows, nnz: a.nnz(), padded, limit: max_slots };
             return Err(e.into());
         }
-        let plan = SpmvPlan::for_ell(stats, ctx.warp_size());
+        let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX);
+        let mut plan = SpmvPlan::for_ell(stats, ctx.warp_size());
+        plan.set_narrow(narrow);
         let (mut col_indices, mut values) = (None, None);
         if padded > 0 {
-            let mut cols = DeviceMemory::<u32>::uninit(ctx, padded, "ELL column indices")?;
-            let mut vals = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            let mut cols = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;
+            let mut vals = super::memory::DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            let mut buf = Vec::new();
             let (off, acols, avals) = (a.row_offsets(), a.col_indices(), a.values());
             let rows_per_piece = (PIECE / width).max(1);
             let (mut tile_c, mut tile_v) = (Vec::new(), Vec::new());
@@ -127,7 +146,13 @@ impl<T: Scalar> DeviceEll<T> {
                 );
                 for k in 0..width {
                     let at = k * nrows + r0;
-                    cols.copy_from_host_at(at, &tile_c[k * n..(k + 1) * n], "ELL column indices")?;
+                    cols.copy_from_host_at(
+                        at,
+                        &tile_c[k * n..(k + 1) * n],
+                        |i| r0 + i,
+                        &mut buf,
+                        "ELL column indices",
+                    )?;
                     vals.copy_from_host_at(at, &tile_v[k * n..(k + 1) * n], "ELL values")?;
                 }
             }
@@ -139,7 +164,7 @@ impl<T: Scalar> DeviceEll<T> {
             ncols: a.ncols(),
             nnz: a.nnz(),
             width,
-            col_indices,
+            cols: col_indices,
             values,
             stats: stats.clone(),
             plan,
@@ -206,7 +231,10 @@ impl<T: Scalar> DeviceEll<T> {
     /// [`Error::Cuda`](crate::Error::Cuda) when a copy fails or earlier asynchronous work failed.
     pub fn download(&self) -> Result<EllMatrix<T>> {
         let slots = self.width * self.nrows;
-        let cols = download(self.col_indices.as_ref(), slots, "ELL column indices")?;
+        let cols = match &self.cols {
+            Some(c) => c.download(slots, |s| s % self.nrows, "ELL column indices")?,
+            None => Vec::new(),
+        };
         let vals = download(self.values.as_ref(), slots, "ELL values")?;
         let mut offsets = Vec::with_capacity(self.nrows + 1);
         offsets.push(0u64);
@@ -227,15 +255,41 @@ impl<T: Scalar> DeviceEll<T> {
     }
 
     /// Device address of the column indices (`width * nrows` `u32`, column-major); null when
-    /// there are no slots.
+    /// there are no slots or the columns are stored as offsets
+    /// ([`narrow_columns`](DeviceEll::narrow_columns)).
     pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
-        ptr_of(self.col_indices.as_ref())
+        match &self.cols {
+            Some(SlotCols::Wide(m)) => m.as_device_ptr(),
+            _ => DevicePointer::null(),
+        }
+    }
+
+    /// Whether the columns are stored as 16-bit offsets from the row
+    /// ([`narrow`](super::narrow)): every entry lies within
+    /// [`MAX_OFFSET`](super::narrow::MAX_OFFSET) of the diagonal.
+    pub fn narrow_columns(&self) -> bool {
+        self.cols.as_ref().is_some_and(SlotCols::is_narrow)
+    }
+
+    /// Device address of the column offsets (`width * nrows` 16-bit offsets, column-major,
+    /// see [`narrow`](super::narrow)); null when there are no slots or the columns are
+    /// stored as 32-bit indices.
+    pub fn col_offsets_ptr(&self) -> DevicePointer<u16> {
+        match &self.cols {
+            Some(SlotCols::Narrow(m)) => m.as_device_ptr(),
+            _ => DevicePointer::null(),
+        }
+    }
+
+    /// Device address of the columns, either form (0 when there are no slots).
+    pub(crate) fn cols_addr(&self) -> u64 {
+        self.cols.as_ref().map_or(0, SlotCols::addr)
     }
 
     /// Device address of the values (`width * nrows` `T`, column-major); null when there are
     /// no slots.
     pub fn values_ptr(&self) -> DevicePointer<T> {
-        ptr_of(self.values.as_ref())
+        super::vector::ptr_of(self.values.as_ref())
     }
 }
 

@@ -89,6 +89,7 @@ pub mod hot;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 mod module;
+pub mod narrow;
 mod plan;
 mod positions;
 pub mod sell;

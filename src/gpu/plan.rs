@@ -214,6 +214,8 @@ pub struct SpmvPlan {
     memory: Option<(usize, usize)>,
     /// What the upload found about hot columns ([`super::hot`]), when it uses them.
     hot: Option<String>,
+    /// Whether the ELL or SELL slots store 16-bit column offsets ([`super::narrow`]).
+    narrow: bool,
 }
 
 impl SpmvPlan {
@@ -292,6 +294,7 @@ impl SpmvPlan {
             reason,
             memory: None,
             hot: None,
+            narrow: false,
         })
     }
 
@@ -431,6 +434,18 @@ impl SpmvPlan {
         self.hot = Some(note);
     }
 
+    /// Records whether the ELL or SELL slots store 16-bit column offsets, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_narrow(&mut self, narrow: bool) {
+        self.narrow = narrow;
+    }
+
+    /// Whether the uploaded matrix's ELL or SELL slots store each column as its 16-bit
+    /// offset from the row ([`super::narrow`]).
+    pub fn narrow_columns(&self) -> bool {
+        self.narrow
+    }
+
     /// Whether the uploaded matrix runs the balanced kernel with hot columns
     /// ([`super::hot`]).
     pub fn hot_columns(&self) -> bool {
@@ -451,6 +466,7 @@ impl SpmvPlan {
             reason: "the matrix is stored as ELLPACK".to_string(),
             memory: None,
             hot: None,
+            narrow: false,
         }
     }
 
@@ -538,6 +554,13 @@ impl SpmvPlan {
         }
         if let Some(hot) = &self.hot {
             s += &format!("\n  x: {hot}");
+        }
+        if self.narrow {
+            s += &format!(
+                "\n  columns: 16-bit offsets from the row (every entry within {} of the diagonal), 2 bytes per slot \
+                 instead of 4",
+                super::narrow::MAX_OFFSET
+            );
         }
         s
     }

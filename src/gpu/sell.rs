@@ -160,6 +160,23 @@ impl SellLayout {
     ///
     /// If the buffers do not hold exactly those slots.
     pub fn fill<T: Scalar>(&self, a: &CsrMatrix<T>, s0: usize, s1: usize, cols: &mut [u32], vals: &mut [T]) {
+        self.fill_with(a, s0, s1, cols, vals, ELL_PADDING, |c, _| c);
+    }
+
+    /// [`fill`](SellLayout::fill) with each column stored as `encode(column, row)` and
+    /// `padding` in padding slots: with [`narrow::encode`](super::narrow::encode), the
+    /// 16-bit offsets of narrow slots (every column must then fit).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fill_with<T: Scalar, C: Copy + Send + Sync>(
+        &self,
+        a: &CsrMatrix<T>,
+        s0: usize,
+        s1: usize,
+        cols: &mut [C],
+        vals: &mut [T],
+        padding: C,
+        encode: impl Fn(u32, u32) -> C + Sync,
+    ) {
         let base = self.slice_ptr[s0];
         let n = (self.slice_ptr[s1] - base) as usize;
         assert!(cols.len() == n && vals.len() == n, "the buffers hold slices {s0}..{s1}");
@@ -175,12 +192,12 @@ impl SellLayout {
             (rest_c, rest_v) = (rc, rv);
         }
         parts.into_par_iter().for_each(|(s, c, v)| {
-            c.fill(ELL_PADDING);
+            c.fill(padding);
             v.fill(T::ZERO);
             for (lane, &r) in self.perm[s * SLICE..((s + 1) * SLICE).min(self.nsorted)].iter().enumerate() {
                 let (lo, hi) = (off[r as usize] as usize, off[r as usize + 1] as usize);
                 for (k, j) in (lo..hi).enumerate() {
-                    c[k * SLICE + lane] = acols[j];
+                    c[k * SLICE + lane] = encode(acols[j], r);
                     v[k * SLICE + lane] = avals[j];
                 }
             }
@@ -205,6 +222,32 @@ impl SellLayout {
             + self.long_rows.len() * 16
             + nchunks * 8
     }
+}
+
+/// The columns of slots stored as narrow offsets ([`narrow`](super::narrow)), decoded with
+/// the row of each slot (lane `l` of slice `s` belongs to row `perm[s * SLICE + l]`);
+/// [`ELL_PADDING`] for padding slots.
+pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16]) -> Vec<u32> {
+    let mut cols = vec![ELL_PADDING; offsets.len()];
+    let mut parts = Vec::with_capacity(slice_ptr.len().saturating_sub(1));
+    let mut rest = cols.as_mut_slice();
+    for s in 0..slice_ptr.len().saturating_sub(1) {
+        let (part, r) = std::mem::take(&mut rest).split_at_mut((slice_ptr[s + 1] - slice_ptr[s]) as usize);
+        parts.push((s, part));
+        rest = r;
+    }
+    parts.into_par_iter().for_each(|(s, part)| {
+        let first = slice_ptr[s] as usize;
+        for (i, c) in part.iter_mut().enumerate() {
+            // lanes past the last sorted row hold padding only
+            if let Some(&row) = perm.get(s * SLICE + i % SLICE) {
+                if let Some(col) = super::narrow::decode(offsets[first + i], row as usize) {
+                    *c = col;
+                }
+            }
+        }
+    });
+    cols
 }
 
 /// Slots SELL would store for rows of these lengths (padding included, long rows excluded),

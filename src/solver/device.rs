@@ -294,7 +294,7 @@ impl<T: Scalar> Backend<T> for Device {
                 Ok(true)
             }
             Some(DeviceMatrix::Ell(a)) => {
-                s.uses(&[a.col_indices_ptr().as_raw(), a.values_ptr().as_raw(), addr(p), addr(q)]);
+                s.uses(&[a.cols_addr(), a.values_ptr().as_raw(), addr(p), addr(q)]);
                 if a.is_wide() {
                     crate::gpu::kernels::spmv::ell_on(self.ctx, self.stream(s), a, T::ONE, p, T::ZERO, q)?;
                     blas::alpha(self.ctx, self.stream(s), &s.kernels, &mut s.ws, p, q)?;

@@ -58,6 +58,9 @@ pub(crate) enum CgKernel {
     Alpha,
     SpmvCsrAlpha,
     SpmvEllAlpha,
+    /// [`SpmvEllAlpha`](CgKernel::SpmvEllAlpha) on 16-bit column offsets
+    /// ([`narrow`](crate::gpu::narrow)).
+    SpmvEll16Alpha,
     Update,
     Rho,
     Direction,
@@ -68,11 +71,12 @@ pub(crate) enum CgKernel {
 }
 
 impl CgKernel {
-    const ALL: [CgKernel; 11] = [
+    const ALL: [CgKernel; 12] = [
         CgKernel::Start,
         CgKernel::Alpha,
         CgKernel::SpmvCsrAlpha,
         CgKernel::SpmvEllAlpha,
+        CgKernel::SpmvEll16Alpha,
         CgKernel::Update,
         CgKernel::Rho,
         CgKernel::Direction,
@@ -91,6 +95,7 @@ pub(crate) fn cg_kernel_name(kernel: CgKernel, scalar: &str) -> String {
         CgKernel::Alpha => "alpha",
         CgKernel::SpmvCsrAlpha => "spmv_csr_alpha",
         CgKernel::SpmvEllAlpha => "spmv_ell_alpha",
+        CgKernel::SpmvEll16Alpha => "spmv_ell16_alpha",
         CgKernel::Update => "update",
         CgKernel::Rho => "rho",
         CgKernel::Direction => "direction",
@@ -343,17 +348,19 @@ pub(crate) fn spmv_ell_alpha<T: Scalar>(
     index("ELL slots", (a.width() + 1).saturating_mul(a.nrows()))?;
     let grid = cg_grid(a.nrows());
     ctx.make_current()?;
-    let f = k.get(CgKernel::SpmvEllAlpha);
-    let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
+    let kernel = if a.narrow_columns() { CgKernel::SpmvEll16Alpha } else { CgKernel::SpmvEllAlpha };
+    let f = k.get(kernel);
+    let (cols, vals) = (a.cols_addr(), a.values_ptr());
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
-    // SAFETY: cg_spmv_ell_alpha_<T>(unsigned nrows, unsigned width, const unsigned* cols,
-    // const T* vals, const T* p, T* q, double* s, double* partials, unsigned* ticket);
+    // SAFETY: cg_spmv_ell[16]_alpha_<T>(unsigned nrows, unsigned width, const unsigned* cols
+    // or const unsigned short* col_offsets (16: the matrix stores narrow columns, which decode
+    // to its columns), const T* vals, const T* p, T* q, double* s, double* partials, unsigned* ticket);
     // arguments match. The arrays hold width * nrows slots of a validated DeviceEll<T> whose
     // non-padding columns are below ncols == p.len(); q has nrows elements, p has nrows
     // (square, checked); the slot arithmetic fits 32 bits (checked). q cannot alias p.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nrows, width, cols, vals, pp, qp, s, parts, ticket)) }
-        .map_err(launch_error(CgKernel::SpmvEllAlpha))
+        .map_err(launch_error(kernel))
 }
 
 /// `cg_update_<T>`: `x += alpha p`, `r -= alpha q`, `r'r`, `r'z`, `beta`, the status.

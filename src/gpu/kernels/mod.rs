@@ -19,6 +19,10 @@ pub(crate) const BLOCK: u32 = 256;
 pub enum GpuKernel {
     /// One of the SpMV kernels (module [`ModuleId::Spmv`]).
     Spmv(SpmvKernel),
+    /// The ELL or SELL kernel reading 16-bit column offsets (`spmv_ell16_<T>`,
+    /// `spmv_sell16_<T>`, each with a 64-bit variant; module [`ModuleId::Spmv`]; see
+    /// [`narrow`](super::narrow)). Only [`SpmvKernel::Ell`] and [`SpmvKernel::Sell`] have one.
+    Narrow(SpmvKernel),
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
     /// `out[i] = in[i]` from `u32` to `u64` (module [`ModuleId::Spmv`], one kernel for both
@@ -45,6 +49,7 @@ impl GpuKernel {
     pub fn module(self) -> ModuleId {
         match self {
             GpuKernel::Spmv(_)
+            | GpuKernel::Narrow(_)
             | GpuKernel::FillVector
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
@@ -63,6 +68,8 @@ impl GpuKernel {
             GpuKernel::Spmv(SpmvKernel::Ell),
             GpuKernel::Spmv(SpmvKernel::Balanced),
             GpuKernel::Spmv(SpmvKernel::Sell),
+            GpuKernel::Narrow(SpmvKernel::Ell),
+            GpuKernel::Narrow(SpmvKernel::Sell),
             GpuKernel::FillVector,
             GpuKernel::WidenIndices,
             GpuKernel::BalancedHot,
@@ -98,6 +105,7 @@ impl GpuKernel {
 ///     "spmv_csr_vector_tpr8_f32"
 /// );
 /// assert_eq!(kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), "f64"), "spmv_ell_f64");
+/// assert_eq!(kernel_name(GpuKernel::Narrow(SpmvKernel::Sell), "f32"), "spmv_sell16_f32");
 /// ```
 pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
     match kernel {
@@ -108,6 +116,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Sell) => format!("spmv_sell_{scalar}"),
+        GpuKernel::Narrow(k) => format!("{}16_{scalar}", kernel_name(GpuKernel::Spmv(k), "").trim_end_matches('_')),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
@@ -139,6 +148,16 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
     }
 }
 
+/// [`spmv_kernel_name`] of the ELL or SELL kernel, or of its variant reading 16-bit column
+/// offsets ([`GpuKernel::Narrow`]) when `narrow`.
+pub(crate) fn slot_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool, narrow: bool) -> String {
+    if narrow {
+        kernel_name(GpuKernel::Narrow(kernel), scalar) + if wide { "_i64" } else { "" }
+    } else {
+        spmv_kernel_name(kernel, scalar, wide)
+    }
+}
+
 /// Every kernel name the Rust side can produce, with its module: the list `tests/ptx.rs`
 /// checks against the `.entry` lines of the PTX.
 pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
@@ -153,7 +172,7 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             if let GpuKernel::Spmv(k) = kernel {
                 names.push((kernel.module(), kernel_name_64(k, scalar)));
             }
-            if kernel == GpuKernel::BalancedHot {
+            if matches!(kernel, GpuKernel::BalancedHot | GpuKernel::Narrow(_)) {
                 names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
         }
@@ -183,9 +202,10 @@ mod tests {
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
-        // widths) and its gather, then widen, unflag, count and flag, then the CG kernels of
-        // blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 4 + 2 * 11);
+        // widths) and its gather, the narrow ELL and SELL kernels (two widths), then widen,
+        // unflag, count and flag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 4 + 4 + 2 * 12);
+        assert!(unique.contains("spmv_ell16_f32") && unique.contains("spmv_sell16_f64_i64"));
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
         assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));
         assert!(unique.contains("count_columns") && unique.contains("flag_hot_columns"));

@@ -2,10 +2,11 @@
 
 use cust::launch;
 
-use super::{blocks, index, kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
+use super::{blocks, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::hot::{DeviceHot, HOT_THREADS};
 use crate::gpu::memory::DeviceMemory;
+use crate::gpu::narrow::SlotCols;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
 use crate::gpu::positions::shifted;
 use crate::gpu::vector::{check_len, ptr_of};
@@ -131,14 +132,16 @@ pub(crate) fn ell_on<T: Scalar>(
     // slots all of it must fit 32 bits, else the 64-bit variant runs.
     let wide = a.is_wide();
     let grid = blocks(a.nrows(), BLOCK)?;
-    let name = spmv_kernel_name(SpmvKernel::Ell, T::NAME, wide);
+    let name = slot_kernel_name(SpmvKernel::Ell, T::NAME, wide, a.narrow_columns());
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
-    let (cols, vals) = (a.col_indices_ptr(), a.values_ptr());
+    let (cols, vals) = (a.cols_addr(), a.values_ptr());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_ell_<T>[_i64](unsigned nrows, unsigned width, const unsigned* col_indices,
-    // const T* values, const T* x, T alpha, T beta, T* y). Arguments match in order and type;
-    // the arrays hold width * nrows slots (a validated EllMatrix), every non-padding column is
+    // SAFETY: spmv_ell[16]_<T>[_i64](unsigned nrows, unsigned width, const unsigned*
+    // col_indices or const unsigned short* col_offsets (16: the matrix stores narrow
+    // columns), const T* values, const T* x, T alpha, T beta, T* y). Arguments match in
+    // order and type; the arrays hold width * nrows slots (a validated EllMatrix; offsets
+    // decode to its columns), every non-padding column is
     // below ncols == x.len(), y.len() == nrows was checked above, the slot arithmetic fits
     // the variant's slot type (64-bit when (width + 1) * nrows does not fit 32 bits), and
     // threads with row >= nrows return at once. y is borrowed mutably and cannot alias x.
@@ -258,21 +261,27 @@ pub(crate) fn sell<T: Scalar>(
     let nsorted = index("SELL rows", s.nsorted)?;
     let nslice_blocks = index("SELL slice blocks", slice_blocks)?;
     let wide = s.slice_ptr.is_wide();
-    let name = spmv_kernel_name(SpmvKernel::Sell, T::NAME, wide);
+    let narrow = s.cols.as_ref().is_some_and(SlotCols::is_narrow);
+    let name = slot_kernel_name(SpmvKernel::Sell, T::NAME, wide, narrow);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let base = a.entry_base();
     let a32 = |m: Option<&DeviceMemory<u32>>| shifted::<u32>(ptr_of(m).as_raw(), base);
     let at = |m: Option<&DeviceMemory<T>>| shifted::<T>(ptr_of(m).as_raw(), base);
-    let (sp, perm, cols, vals) =
-        (s.slice_ptr.addr(), ptr_of(s.perm.as_ref()), a32(s.cols.as_ref()), at(s.vals.as_ref()));
+    let cols = match &s.cols {
+        None => 0,
+        Some(c @ SlotCols::Wide(_)) => shifted::<u32>(c.addr(), base),
+        Some(c @ SlotCols::Narrow(_)) => shifted::<u16>(c.addr(), base),
+    };
+    let (sp, perm, vals) = (s.slice_ptr.addr(), ptr_of(s.perm.as_ref()), at(s.vals.as_ref()));
     let (ce, lc, lv) = (s.chunk_entry.addr(), a32(s.long_cols.as_ref()), at(s.long_vals.as_ref()));
     let partials = ptr_of(s.partials.as_ref());
     let nlong = index("SELL long rows", s.nlong)?;
     let (long_rows, long_done) = (ptr_of(s.long_rows.as_ref()), ptr_of(s.long_done.as_ref()));
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_sell_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O* slice_ptr,
-    // const unsigned* perm, const unsigned* cols, const T* vals, const T* x, T alpha, T beta,
+    // SAFETY: spmv_sell[16]_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O* slice_ptr,
+    // const unsigned* perm, const unsigned* cols or const unsigned short* col_offsets (16:
+    // the slots store narrow columns, which decode to the matrix's), const T* vals, const T* x, T alpha, T beta,
     // T* y, const O* chunk_entry, const unsigned* long_cols, const T* long_vals,
     // double* partials, unsigned nlong, const unsigned* long_rows, unsigned* long_done), O 64-bit exactly for _i64 (both position arrays are uploaded in the
     // same width), BLOCK threads per block; the slot arrays' addresses are moved back by the

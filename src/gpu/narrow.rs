@@ -1,0 +1,209 @@
+//! Narrow columns: ELL and SELL slots that store each column as its 16-bit offset from the
+//! row, for matrices whose entries all lie within [`MAX_OFFSET`] of the diagonal.
+//!
+//! The ELL and SELL kernels stream every slot's column and value once per call, and on
+//! matrices of uniform rows they run near the copy bandwidth: the bytes they move set their
+//! time. A slot of a grid or mesh matrix (`lap2d`, `lap3d`, `stencil27`, elasticity, a
+//! random geometric graph numbered along a space-filling order) has its column within a few
+//! thousand of its row, so `column - row` fits 16 bits: each slot then moves 2 bytes fewer,
+//! a sixth of an `f64` slot and a quarter of an `f32` one. The upload stores the offsets
+//! when every entry fits (`spmv_ell16_<T>` and `spmv_sell16_<T>` in `ptx/spmv.cu` decode
+//! them, and CG's fused `cg_spmv_ell16_alpha_<T>`); one entry farther away keeps the whole
+//! matrix on 32-bit columns. Results are bit-identical either way: the same products are
+//! added in the same order.
+//!
+//! The offset is stored as a 16-bit two's complement; [`NARROW_PADDING`] (-32768, which no
+//! offset takes) marks a padding slot. Set [`NARROW_COLUMNS_ENV`] to `0` to keep 32-bit
+//! columns (to compare).
+//!
+//! ```
+//! use spgpu::gpu::narrow::{decode, encode, fits, NARROW_PADDING};
+//! assert_eq!(encode(7, 10), Some(0xfffd)); // column 7 of row 10: -3
+//! assert_eq!(decode(0xfffd, 10), Some(7));
+//! assert_eq!(decode(NARROW_PADDING, 10), None);
+//! assert_eq!(encode(40_000, 0), None); // too far from the diagonal
+//! // rows 0 and 1 of a 2 x 40000 matrix: columns 0, 32767 | 1, 32768
+//! assert!(fits(&[0, 2, 4], &[0, 32_767, 1, 32_768], usize::MAX));
+//! assert!(!fits(&[0, 2, 4], &[0, 32_768, 1, 32_768], usize::MAX));
+//! // rows longer than 1 entry are left out of the check (SELL keeps long rows apart)
+//! assert!(fits(&[0, 2, 3], &[0, 32_768, 1], 1));
+//! ```
+
+use rayon::prelude::*;
+
+use super::memory::DeviceMemory;
+use super::Context;
+use crate::Result;
+
+/// The largest `|column - row|` that a narrow slot stores.
+pub const MAX_OFFSET: u32 = 32_767;
+
+/// The 16-bit value of a padding slot (`SPGPU_NARROW_PADDING` in `ptx/common.cuh`).
+pub const NARROW_PADDING: u16 = 0x8000;
+
+/// Set to `0` to store 32-bit columns even where offsets fit (to compare).
+pub const NARROW_COLUMNS_ENV: &str = "SPGPU_NARROW_COLUMNS";
+
+/// The narrow slot of column `col` in row `row`, or `None` when `|col - row| > MAX_OFFSET`.
+pub fn encode(col: u32, row: usize) -> Option<u16> {
+    let d = i64::from(col) - row as i64;
+    (d.unsigned_abs() <= u64::from(MAX_OFFSET)).then_some(d as i16 as u16)
+}
+
+/// The column of narrow slot `slot` in row `row`, or `None` for a padding slot.
+pub fn decode(slot: u16, row: usize) -> Option<u32> {
+    (slot != NARROW_PADDING).then(|| (row as i64 + i64::from(slot as i16)) as u32)
+}
+
+/// Whether every entry of the rows of at most `max_len` entries lies within
+/// [`MAX_OFFSET`] of the diagonal, for a CSR matrix's row offsets and columns (checked in
+/// parallel over rows).
+pub fn fits(row_offsets: &[u64], col_indices: &[u32], max_len: usize) -> bool {
+    let nrows = row_offsets.len().saturating_sub(1);
+    (0..nrows).into_par_iter().with_min_len(1 << 12).all(|r| {
+        let (lo, hi) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
+        hi - lo > max_len || col_indices[lo..hi].iter().all(|&c| encode(c, r).is_some())
+    })
+}
+
+/// Whether uploads may store narrow columns ([`NARROW_COLUMNS_ENV`] is not `0`).
+pub(crate) fn enabled() -> bool {
+    !std::env::var(NARROW_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0")
+}
+
+/// The columns of ELL or SELL slots on the device: 32-bit columns or 16-bit offsets.
+pub(crate) enum SlotCols {
+    /// Columns, [`ELL_PADDING`](crate::ELL_PADDING) in padding slots.
+    Wide(DeviceMemory<u32>),
+    /// Offsets from the row ([`encode`]), [`NARROW_PADDING`] in padding slots.
+    Narrow(DeviceMemory<u16>),
+}
+
+impl SlotCols {
+    /// Uninitialized room for `len > 0` slots.
+    pub(crate) fn uninit(ctx: &'static Context, len: usize, narrow: bool, what: &str) -> Result<Self> {
+        Ok(if narrow {
+            SlotCols::Narrow(DeviceMemory::uninit(ctx, len, what)?)
+        } else {
+            SlotCols::Wide(DeviceMemory::uninit(ctx, len, what)?)
+        })
+    }
+
+    /// Whether the slots hold offsets.
+    pub(crate) fn is_narrow(&self) -> bool {
+        matches!(self, SlotCols::Narrow(_))
+    }
+
+    /// The device address.
+    pub(crate) fn addr(&self) -> u64 {
+        match self {
+            SlotCols::Wide(m) => m.as_device_ptr().as_raw(),
+            SlotCols::Narrow(m) => m.as_device_ptr().as_raw(),
+        }
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn slot_bytes(narrow: bool) -> usize {
+        if narrow {
+            2
+        } else {
+            4
+        }
+    }
+
+    /// Uploads the slots `start..start + cols.len()` given as columns
+    /// ([`ELL_PADDING`](crate::ELL_PADDING) for padding), the row of `cols[i]` being
+    /// `row_of(i)`; narrow slots are encoded into `buf` first. Every column must fit
+    /// ([`fits`]) when the slots are narrow.
+    pub(crate) fn copy_from_host_at(
+        &mut self,
+        start: usize,
+        cols: &[u32],
+        row_of: impl Fn(usize) -> usize + Sync,
+        buf: &mut Vec<u16>,
+        what: &str,
+    ) -> Result<()> {
+        match self {
+            SlotCols::Wide(m) => m.copy_from_host_at(start, cols, what),
+            SlotCols::Narrow(m) => {
+                buf.clear();
+                cols.par_iter()
+                    .enumerate()
+                    .with_min_len(1 << 12)
+                    .map(|(i, &c)| {
+                        if c == crate::ELL_PADDING {
+                            NARROW_PADDING
+                        } else {
+                            encode(c, row_of(i)).expect("narrow slots are made only when every column fits")
+                        }
+                    })
+                    .collect_into_vec(buf);
+                m.copy_from_host_at(start, buf, what)
+            }
+        }
+    }
+
+    /// The `len` slots as columns ([`ELL_PADDING`](crate::ELL_PADDING) for padding), the
+    /// row of slot `i` being `row_of(i)`, after the work queued before on the context's
+    /// stream.
+    pub(crate) fn download(&self, len: usize, row_of: impl Fn(usize) -> usize + Sync, what: &str) -> Result<Vec<u32>> {
+        Ok(match self {
+            SlotCols::Wide(m) => {
+                let mut out = vec![0u32; len];
+                m.copy_to_host(&mut out, what)?;
+                out
+            }
+            SlotCols::Narrow(m) => {
+                let mut raw = vec![0u16; len];
+                m.copy_to_host(&mut raw, what)?;
+                raw.par_iter()
+                    .enumerate()
+                    .with_min_len(1 << 12)
+                    .map(|(i, &d)| decode(d, row_of(i)).unwrap_or(crate::ELL_PADDING))
+                    .collect()
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_round_trip_at_the_limits() {
+        for (col, row) in [
+            (0u32, 0usize),
+            (32_767, 0),
+            (0, 32_767),
+            (100_005, 100_000),
+            (99_000, 100_000),
+            (u32::MAX - 1, u32::MAX as usize - 32_768),
+        ] {
+            let d = encode(col, row).unwrap_or_else(|| panic!("({col}, {row}) fits"));
+            assert_ne!(d, NARROW_PADDING);
+            assert_eq!(decode(d, row), Some(col), "({col}, {row})");
+        }
+        assert_eq!(encode(32_768, 0), None);
+        assert_eq!(encode(0, 32_768), None);
+        assert_eq!(encode(0, 32_767), Some(0x8001));
+    }
+
+    #[test]
+    fn one_far_entry_rules_the_matrix_out() {
+        // a tridiagonal matrix of 100000 rows fits; one entry 40000 away does not
+        let n = 100_000usize;
+        let mut off = vec![0u64];
+        let mut cols = Vec::new();
+        for r in 0..n {
+            cols.extend((r.saturating_sub(1)..(r + 2).min(n)).map(|c| c as u32));
+            off.push(cols.len() as u64);
+        }
+        assert!(fits(&off, &cols, usize::MAX));
+        let last = cols.len() - 1;
+        cols[last] = (n - 40_001) as u32; // row n - 1, column n - 40001
+        assert!(!fits(&off, &cols, usize::MAX));
+        assert!(fits(&off, &cols, 1)); // the last row (2 entries) is not checked
+        assert!(fits(&[0], &[], usize::MAX));
+    }
+}
