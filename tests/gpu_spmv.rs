@@ -5,21 +5,13 @@
 //! `SPGPU_REQUIRE_GPU=1`.
 
 mod common;
-use common::{gpu, matrices_dir, spgpu_binary};
+use common::{check_spmv as check, gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spgpu::gpu::hot::{HotChoice, HotColumns};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
-use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
-
-fn tolerance<T: Scalar>() -> f64 {
-    if T::BYTES == 4 {
-        1e-5
-    } else {
-        1e-12
-    }
-}
+use spgpu::{gen, CsrMatrix, EllMatrix, Error, Scalar};
 
 /// A random `nrows x ncols` CSR matrix: row lengths uniform in `0..=max_len` (capped at
 /// `ncols`), about `empty_every`-th row forced empty, values in `[-1, 1)`.
@@ -158,42 +150,6 @@ fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, U
 
 fn random_vec<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
     (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
-}
-
-/// Checks one product: the 2-norm relative error and every element against its own error
-/// bound (`tol * (|alpha| sum |a_ij x_j| + |beta y_i|)`).
-fn check<T: Scalar>(what: &str, a: &CsrMatrix<T>, alpha: T, x: &[T], beta: T, y0: &[T], got: &[T]) {
-    let mut want = y0.to_vec();
-    reference::spmv_csr(alpha, a, x, beta, &mut want).unwrap();
-    let tol = tolerance::<T>();
-    // Norm-wise: the error against the norm of |alpha| |A| |x| + |beta y|, the scale rounding
-    // errors follow (a row whose terms cancel has a small result but not a small error).
-    let scales: Vec<f64> = (0..a.nrows())
-        .map(|i| {
-            let (cols, vals) = a.row(i);
-            let s: f64 = cols.iter().zip(vals).map(|(&c, &v)| (v.to_f64() * x[c as usize].to_f64()).abs()).sum();
-            alpha.to_f64().abs() * s + if beta == T::ZERO { 0.0 } else { (beta.to_f64() * y0[i].to_f64()).abs() }
-        })
-        .collect();
-    let diff: f64 = got.iter().zip(&want).map(|(g, w)| (g.to_f64() - w.to_f64()).powi(2)).sum::<f64>().sqrt();
-    let norm: f64 = scales.iter().map(|s| s * s).sum::<f64>().sqrt();
-    let err = diff / norm.max(f64::MIN_POSITIVE);
-    assert!(err <= tol, "{what}: error {err:e} of the scale > {tol:e}");
-    for i in 0..a.nrows() {
-        let (cols, vals) = a.row(i);
-        let mut scale: f64 = cols.iter().zip(vals).map(|(&c, &v)| (v.to_f64() * x[c as usize].to_f64()).abs()).sum();
-        scale *= alpha.to_f64().abs();
-        if beta != T::ZERO {
-            scale += (beta.to_f64() * y0[i].to_f64()).abs();
-        }
-        let (g, w) = (got[i].to_f64(), want[i].to_f64());
-        assert!(g.is_finite(), "{what}: y[{i}] = {g} (the reference has {w})");
-        assert!(
-            (g - w).abs() <= tol * scale + f64::MIN_POSITIVE,
-            "{what}: y[{i}] = {g}, reference {w}, bound {}",
-            tol * scale
-        );
-    }
 }
 
 fn every_kernel_matches_the_reference<T: Scalar>(test: &str) {

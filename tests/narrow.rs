@@ -77,8 +77,8 @@ fn narrow_allowed(allowed: bool) {
     }
 }
 
-/// `y = alpha A x + beta y0` on the device, checked row by row against the reference within
-/// the precision's bound of `|alpha| |A| |x| + |beta y0|`.
+/// `y = alpha A x + beta y0` on the device, checked against the reference
+/// (`common::check_spmv`).
 fn multiply<T: Scalar>(
     what: &str,
     ctx: &'static Context,
@@ -99,22 +99,7 @@ fn multiply<T: Scalar>(
     let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
     d.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
     let got = d_y.to_vec().unwrap();
-    let mut want = y0.clone();
-    reference::spmv_csr(alpha, a, &x, beta, &mut want).unwrap();
-    let tol = if T::BYTES == 4 { 1e-6 } else { 1e-14 };
-    for i in 0..a.nrows() {
-        let (cols, vals) = a.row(i);
-        let mut scale: f64 = cols.iter().zip(vals).map(|(&c, &v)| (v.to_f64() * x[c as usize].to_f64()).abs()).sum();
-        scale *= alpha.to_f64().abs();
-        if beta != T::ZERO {
-            scale += (beta.to_f64() * y0[i].to_f64()).abs();
-        }
-        let (g, w) = (got[i].to_f64(), want[i].to_f64());
-        assert!(
-            g.is_finite() && (g - w).abs() <= tol * scale.max(1.0),
-            "{what}: y[{i}] = {g}, reference {w} (alpha {alpha:?}, beta {beta:?})"
-        );
-    }
+    common::check_spmv(what, a, alpha, &x, beta, &y0, &got);
     got
 }
 
