@@ -99,8 +99,8 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // keeps the products values[j] * x[col[j]] in shared memory, then sums each row there with a
 // group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
 // its row flagged with SPGPU_LONG_FLAG) sums its piece and writes the sum to partials[block];
-// the block that completes a long row (chunk_done) adds its pieces in order and writes y, in
-// the same launch. Every sum has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
+// the block of a long row's last chunk (chunk_done) waits for the others, adds the pieces in
+// order and writes y, in the same launch. Every sum has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
 // shared memory): on the H200 this beat 2048 by 3-20% on R-MAT and web-like graphs
 // (rmat:22:8 f32 338 -> 268 us), whose x gathers hit the L1 more when shared memory takes less
 // of it, and beat 512 and 256. Columns and values, read once, are loaded
@@ -205,14 +205,17 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
 }
 
 // The long rows of the balanced kernel (rows of more than one chunk): `n` rows listed as
-// [row, first chunk block, chunks] in `rows` (increasing rows), one counter each in `done`
-// (0 between calls), and one chunk sum per block in `partials`.
+// [row, first chunk block, chunks] in `rows` (increasing rows), and one chunk-sum slot per
+// block in `partials`, every slot holding SPGPU_NO_SUM between calls.
 struct LongRows {
     unsigned n;
     const unsigned* __restrict__ rows;
-    unsigned* __restrict__ done;
     acc_t* __restrict__ partials;
 };
+
+// The bits of a chunk-sum slot that holds no sum (0xff bytes, as the upload fills them): a
+// NaN that no stored sum has, since stored sums have canonical NaNs (store_chunk_sum).
+#define SPGPU_NO_SUM 0xffffffffffffffffull
 
 // The index of the long row whose chunks include chunk slot b: the last with its first
 // chunk at or before b (first chunks increase with the rows).
@@ -229,51 +232,68 @@ __device__ __forceinline__ unsigned find_long_row(const LongRows& lr, unsigned b
     return lo;
 }
 
-// After chunk slot b of a long row has its sum `sum` (valid in lane 0), by warp 0 of the
-// block (lane its lane): writes partials[b], counts the chunk done on its row's counter
-// (after a fence, so the sum is visible first), and when that completes the row, adds its
-// chunk sums (finish_long_row) and sets the counter back to 0 for the next call.
-template <typename T>
-__device__ __forceinline__ void chunk_done(const LongRows& lr, unsigned b, acc_t sum, unsigned lane, T alpha, T beta,
-                                           T* __restrict__ y) {
-    unsigned last = 0;  // 1 + the long row's index when this chunk completes it
-    if (lane == 0) {
-        const unsigned j = find_long_row(lr, b);
-        lr.partials[b] = sum;
-        __threadfence();
-        if (atomicAdd(lr.done + j, 1u) == ldg(lr.rows + 3 * j + 2) - 1) {
-            last = j + 1;
-        }
+// Stores chunk sum v in slot p for the row's last chunk to read (a relaxed GPU-scope store:
+// the 8 bytes arrive whole). A NaN is stored as the canonical NaN, so no sum reads as
+// SPGPU_NO_SUM.
+__device__ __forceinline__ void store_chunk_sum(acc_t* p, acc_t v) {
+    unsigned long long bits = (unsigned long long)__double_as_longlong(v);
+    if (v != v) {
+        bits = 0x7ff8000000000000ull;
     }
-    last = __shfl_sync(0xffffffffu, last, 0);
-    if (last != 0) {
-        __threadfence();
-        finish_long_row(lr, last - 1, lane, alpha, beta, y);
-        if (lane == 0) {
-            lr.done[last - 1] = 0;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(bits) : "memory");
+}
+
+// The chunk sum in slot p, once its block has stored it (relaxed GPU-scope loads until the
+// slot no longer holds SPGPU_NO_SUM).
+__device__ __forceinline__ acc_t wait_chunk_sum(const acc_t* p) {
+    unsigned long long bits;
+    for (;;) {
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(bits) : "l"(p) : "memory");
+        if (bits != SPGPU_NO_SUM) {
+            return __longlong_as_double((long long)bits);
         }
+        __nanosleep(64);
     }
 }
 
-// y[row] = alpha * (partials[first] + ... + partials[first + count - 1]) + beta * y[row] for
-// long row j, by one warp (lane its lane), in a fixed order: each lane adds every 32nd chunk
-// sum, then the warp adds the lanes' sums. The partials were written by other blocks, which
-// fenced before counting themselves done: read from the L2, not the L1.
+// After chunk slot b of a long row has its sum `sum` (valid in lane 0), by warp 0 of the
+// block (lane its lane). Every chunk but the row's last stores its sum in partials[b] and
+// is done. The last chunk's warp waits for the other chunks' sums, adds them all in a fixed
+// order (each lane every 32nd chunk sum, its own block's sum in its place, then the warp's
+// shuffle tree), writes y[row] = alpha * total + beta * y[row], and sets the slots back to
+// SPGPU_NO_SUM for the next call. The other chunks are earlier blocks (lower indices, or
+// taken earlier from the hot-column kernel's counter), started before the last one: the
+// wait ends. No fence and no counter: each slot is its own flag (on the H200 this took
+// powerlaw:1000000 f32 from 104.8 to 102.2 us and rmat:21:16 f64 from 223.0 to 217.9 us,
+// against a __threadfence and an atomic counter per chunk).
 template <typename T>
-__device__ __forceinline__ void finish_long_row(const LongRows& lr, unsigned j, unsigned lane, T alpha, T beta,
-                                                T* __restrict__ y) {
-    const unsigned row = ldg(lr.rows + 3 * j);
+__device__ __forceinline__ void chunk_done(const LongRows& lr, unsigned b, acc_t sum, unsigned lane, T alpha, T beta,
+                                           T* __restrict__ y) {
+    const unsigned j = find_long_row(lr, b);  // warp-uniform: every lane reads the same
     const unsigned first = ldg(lr.rows + 3 * j + 1);
     const unsigned count = ldg(lr.rows + 3 * j + 2);
-    acc_t sum = 0;
-    if (alpha != T(0)) {
-        for (unsigned k = lane; k < count; k += 32) {
-            sum += __ldcg(lr.partials + first + k);
+    sum = __shfl_sync(0xffffffffu, sum, 0);
+    if (b != first + count - 1) {
+        if (lane == 0) {
+            store_chunk_sum(lr.partials + b, sum);
+        }
+        return;
+    }
+    acc_t total = 0;
+    for (unsigned k = lane; k < count; k += 32) {
+        // every other chunk's sum is waited for, even when alpha == 0 (so that none is
+        // stored after the slots are reset)
+        const acc_t v = k + 1 < count ? wait_chunk_sum(lr.partials + first + k) : sum;
+        if (alpha != T(0)) {
+            total += v;
         }
     }
-    sum = group_sum<32>(sum);
+    total = group_sum<32>(total);
     if (lane == 0) {
-        store_axpby(y, row, alpha, sum, beta);
+        store_axpby(y, ldg(lr.rows + 3 * j), alpha, total, beta);
+    }
+    for (unsigned k = lane; k + 1 < count; k += 32) {
+        reinterpret_cast<unsigned long long*>(lr.partials)[first + k] = SPGPU_NO_SUM;
     }
 }
 
@@ -294,8 +314,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     if (row_tag & SPGPU_LONG_FLAG) {
         // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
         // registers): when it is the whole row, it writes y. Otherwise its sum goes to
-        // partials[b], and the block that completes the row's chunks (the last to count
-        // itself done) adds them in chunk order and writes y, then sets the counter back to 0.
+        // partials[b], and the block of the row's last chunk adds them in chunk order and
+        // writes y (chunk_done).
         const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv,
                                                                           alpha, tid, warp_sums, sync);
         if (tid < 32) {
@@ -478,7 +498,7 @@ __device__ __forceinline__ void flag_hot(unsigned long long n, unsigned* __restr
 
 // SELL-C-sigma with long rows apart (src/gpu/sell.rs describes the storage). The first
 // gridDim.x - nslice_blocks blocks each sum one chunk of a long row into partials[chunk];
-// the block that completes a long row adds its chunks in order (chunk_done, as in the
+// the block of a long row's last chunk adds its chunks in order (chunk_done, as in the
 // balanced kernel). The nslice_blocks blocks after them run SPGPU_BLOCK sorted rows each,
 // one thread per row: a warp is a slice, and its threads walk their slice's slots
 // column-major, so each step reads 32 consecutive slots (as ELL does). Chunks go first so
@@ -593,10 +613,9 @@ typedef unsigned long long u64;
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
-        unsigned *__restrict__ long_done) {                                                              \
+        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows) {          \
         csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
-                           LongRows{nlong, long_rows, long_done, partials});                             \
+                           LongRows{nlong, long_rows, partials});                                        \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
         spmv_csr_hot_##T##SUFFIX(                                                                        \
@@ -604,20 +623,18 @@ typedef unsigned long long u64;
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
         acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
-        unsigned *__restrict__ long_done, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,   \
-        unsigned *__restrict__ counter) {                                                                \
+        unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot, unsigned *__restrict__ counter) {  \
         csr_hot<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,       \
-                      LongRows{nlong, long_rows, long_done, partials}, nblocks, hot_x, nhot, counter);   \
+                      LongRows{nlong, long_rows, partials}, nblocks, hot_x, nhot, counter);              \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
         const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
         const T *__restrict__ x, T alpha, T beta, T *__restrict__ y, const O *__restrict__ chunk_entry,  \
         const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                         \
-        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
-        unsigned *__restrict__ long_done) {                                                              \
+        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows) {          \
         sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, WideCols{cols}, vals, x, alpha, beta, y,     \
-                   chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials});  \
+                   chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials});  \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell16_##T##SUFFIX(                   \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
@@ -625,9 +642,9 @@ typedef unsigned long long u64;
         const T *__restrict__ vals, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,         \
         const O *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                       \
         const T *__restrict__ long_vals, acc_t *__restrict__ partials, unsigned nlong,                   \
-        const unsigned *__restrict__ long_rows, unsigned *__restrict__ long_done) {                      \
+        const unsigned *__restrict__ long_rows) {                                                        \
         sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, NarrowCols{col_offsets}, vals, x, alpha, beta, \
-                   y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, long_done, partials}); \
+                   y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials}); \
     }
 
 #define SPGPU_KERNELS(T)                                                                                   \

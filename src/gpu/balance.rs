@@ -14,9 +14,10 @@
 //! - A row longer than [`BLOCK_ENTRIES`] is split into chunks of [`CHUNK_ENTRIES`] entries,
 //!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
 //!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
-//!   block write its sum to its own slot of a scratch array, then count itself done on the
-//!   row's counter (an integer atomic, after a memory fence); the block that completes the
-//!   row adds its chunk sums in chunk order, writes `y` and sets the counter back to 0.
+//!   block but the last write its sum to its own slot of a scratch array; the block of the
+//!   row's last chunk waits for those slots (each holds a "no sum" bit pattern until its
+//!   sum arrives), adds the chunk sums in chunk order, writes `y` and sets the slots back to
+//!   "no sum". The other chunks are earlier blocks, dispatched before it, so the wait ends.
 //!
 //! So the work per block is bounded by the entry count, whatever the row lengths, and every
 //! sum is taken in a fixed order: results repeat bit for bit, with no floating-point
@@ -177,11 +178,10 @@ impl RowBlocks {
     }
 
     /// Device bytes of the block description (`block_entry` with 8-byte entries when `wide`,
-    /// as the offsets), the long-row list with a counter per long row, and the chunk-sum
-    /// scratch.
+    /// as the offsets), the long-row list, and the chunk-sum scratch.
     pub fn device_bytes(&self, wide: bool) -> usize {
         let entry = if wide { 8 } else { 4 };
-        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 16 + self.scratch_len() * 8
+        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 12 + self.scratch_len() * 8
     }
 
     /// Slots of the chunk-sum scratch (`f64`): one per block when there are long rows (chunk

@@ -53,7 +53,7 @@ pub struct DeviceCsr<T: Scalar> {
     preprocessing: Duration,
     /// Held while the launches of one product are queued: a product with hot columns is two
     /// kernels sharing the matrix's copy of the hot entries of `x`, which another thread's
-    /// product must not come between on the stream (the chunk sums and long-row counters of
+    /// product must not come between on the stream (the chunk-sum slots of
     /// the balanced and SELL kernels are shared by products in the same way).
     launches: std::sync::Mutex<()>,
     /// 0, except for matrices uploaded by tests with shifted positions
@@ -92,8 +92,6 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) long_cols: Option<DeviceMemory<u32>>,
     pub(crate) long_vals: Option<DeviceMemory<T>>,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
-    /// One counter per long row (see [`Balanced::long_done`]).
-    pub(crate) long_done: Option<DeviceMemory<u32>>,
     /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
     pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
@@ -114,15 +112,10 @@ impl<T: Scalar> DeviceSell<T> {
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
-        let (long_done, partials) = if nchunks == 0 {
-            (None, None)
-        } else {
-            // each chunk block c writes partials[c] before counting itself done on its row's
-            // counter; the block that completes the row reads exactly its chunks' slots
-            (
-                Some(DeviceMemory::zeroed(ctx, s.long_rows.len(), "the SELL kernel's long-row counters")?),
-                Some(DeviceMemory::zeroed(ctx, nchunks, "the SELL kernel's chunk sums")?),
-            )
+        // as for the balanced kernel's chunk sums (Balanced::upload)
+        let partials = match nchunks {
+            0 => None,
+            n => Some(DeviceMemory::filled(ctx, n, 0xff, "the SELL kernel's chunk sums")?),
         };
         let (slots, nlong_entries) = (s.slots(), s.long_entries());
         let (mut cols, mut vals) = (None, None);
@@ -189,10 +182,11 @@ impl<T: Scalar> DeviceSell<T> {
             long_cols,
             long_vals,
             long_rows: upload(&flat, "SELL long rows")?,
-            long_done,
             partials,
-            bytes: s.device_bytes(T::BYTES) - if narrow { 2 * slots } else { 0 }
-                + if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 },
+            // narrow slots take 2 bytes each instead of 4; 64-bit positions forced by a test
+            // base take 4 bytes more each
+            bytes: s.device_bytes(T::BYTES) - (if narrow { 2 * slots } else { 0 })
+                + (if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 }),
             nrows: s.nrows,
             ncols: a.ncols(),
             slots,
@@ -239,11 +233,9 @@ pub(crate) struct Balanced {
     pub(crate) block_row: DeviceMemory<u32>,
     pub(crate) block_entry: Positions,
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
-    /// One counter per long row: chunk blocks done in the current call (0 between calls: the
-    /// block that completes a row sets it back).
-    pub(crate) long_done: Option<DeviceMemory<u32>>,
     /// One `f64` per block when there are long rows: the chunk sums of one call, written by
-    /// the chunk blocks and read by the block that completes their row.
+    /// the chunk blocks and read by the block of their row's last chunk, which sets them
+    /// back to "no sum" (0xff bytes) for the next call.
     pub(crate) partials: Option<DeviceMemory<f64>>,
     bytes: usize,
 }
@@ -256,15 +248,11 @@ impl Balanced {
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
         let long_rows = upload(&flat, "balanced long rows")?;
-        let (long_done, partials) = if blocks.scratch_len() == 0 {
-            (None, None)
-        } else {
-            // each chunk block b writes partials[b] before counting itself done on its row's
-            // counter; the block that completes the row reads exactly its chunks' slots
-            (
-                Some(DeviceMemory::zeroed(ctx, blocks.long_rows.len(), "the balanced kernel's long-row counters")?),
-                Some(DeviceMemory::zeroed(ctx, blocks.scratch_len(), "the balanced kernel's chunk sums")?),
-            )
+        // each chunk block b but a row's last writes partials[b]; the last one waits for
+        // exactly its row's slots, which hold "no sum" (0xff bytes) until then
+        let partials = match blocks.scratch_len() {
+            0 => None,
+            n => Some(DeviceMemory::filled(ctx, n, 0xff, "the balanced kernel's chunk sums")?),
         };
         Ok(Balanced {
             nblocks: blocks.nblocks(),
@@ -272,7 +260,6 @@ impl Balanced {
             block_row,
             block_entry,
             long_rows,
-            long_done,
             partials,
             bytes: blocks.device_bytes(wide),
         })
@@ -726,7 +713,6 @@ impl<T: Scalar> DeviceCsr<T> {
                         a(Some(&b.block_row)),
                         b.block_entry.addr(),
                         a(b.long_rows.as_ref()),
-                        a(b.long_done.as_ref()),
                         a(b.partials.as_ref()),
                     ]);
                 }
@@ -742,7 +728,6 @@ impl<T: Scalar> DeviceCsr<T> {
                 a(sl.long_cols.as_ref()),
                 a(sl.long_vals.as_ref()),
                 a(sl.long_rows.as_ref()),
-                a(sl.long_done.as_ref()),
                 a(sl.partials.as_ref()),
             ],
         };

@@ -172,13 +172,19 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// `len > 0` elements whose bytes are all zero (0.0 for floats, 0 for integers); the
     /// memset is queued on the context's stream, nothing waits.
     pub(crate) fn zeroed(ctx: &'static Context, len: usize, what: &str) -> Result<Self> {
+        Self::filled(ctx, len, 0, what)
+    }
+
+    /// `len > 0` elements whose bytes all equal `byte`; the memset is queued on the context's
+    /// stream, nothing waits.
+    pub(crate) fn filled(ctx: &'static Context, len: usize, byte: u8, what: &str) -> Result<Self> {
         let mem = Self::alloc(ctx, len, what)?;
         let bytes = bytes_of::<U>(len, what)?;
         let _gate = gate_shared();
         // SAFETY: cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream) on the
         // `bytes` bytes just allocated, on the stream the allocation was ordered on.
-        let rc = unsafe { cu::cuMemsetD8Async(mem.ptr, 0, bytes, stream_raw(ctx)) };
-        DriverError::check(rc).map_err(|e| Error::cuda(format!("zeroing {what}"), e))?;
+        let rc = unsafe { cu::cuMemsetD8Async(mem.ptr, byte, bytes, stream_raw(ctx)) };
+        DriverError::check(rc).map_err(|e| Error::cuda(format!("filling {what} with {byte:#04x} bytes"), e))?;
         Ok(mem)
     }
 

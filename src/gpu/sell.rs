@@ -13,7 +13,7 @@
 //!   of their own and split into chunks of [`CHUNK`] entries, one block of 256 threads each
 //!   (launched before the slices' blocks, so that they run alongside them, not in the
 //!   kernel's tail), whose sums go to a scratch array and are added per row, in chunk
-//!   order, by the block that completes the row (as in the balanced kernel,
+//!   order, by the block of the row's last chunk (as in the balanced kernel,
 //!   [`balance`](super::balance)).
 //!
 //! One thread sums one short row; one block sums one chunk; every sum has a fixed order, so
@@ -219,7 +219,7 @@ impl SellLayout {
             + self.slots() * (4 + value_bytes)
             + self.chunk_entry.len() * position
             + self.long_entries() * (4 + value_bytes)
-            + self.long_rows.len() * 16
+            + self.long_rows.len() * 12
             + nchunks * 8
     }
 }
@@ -327,7 +327,7 @@ impl<T: Scalar> SellMatrix<T> {
             + self.cols.len() * (4 + t)
             + self.chunk_entry.len() * position
             + self.long_cols.len() * (4 + t)
-            + self.long_rows.len() * 16
+            + self.long_rows.len() * 12
             + self.nchunks() * 8
     }
 

@@ -179,7 +179,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.addr());
     let partials = ptr_of(blocks.partials.as_ref());
     let nlong = index("long rows", blocks.nlong)?;
-    let (long_rows, long_done) = (ptr_of(blocks.long_rows.as_ref()), ptr_of(blocks.long_done.as_ref()));
+    let long_rows = ptr_of(blocks.long_rows.as_ref());
     match hot {
         None => {
             let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
@@ -187,7 +187,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
             // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
             // block_row, const O* block_entry, double* partials, unsigned nlong, const unsigned*
-            // long_rows, unsigned* long_done), O 64-bit exactly for _i64
+            // long_rows), O 64-bit exactly for _i64
             // (wide: the offsets and block starts, checked to agree above), launched with one
             // block of BLOCK threads per row block as it assumes. The arrays are those of a
             // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
@@ -195,13 +195,14 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // as the entry addresses): every block's entries lie in 0..nnz and its rows in
             // 0..nrows, every column is below ncols == x.len(), y.len() == nrows (checked
             // above). partials has one slot per block whenever a chunk block exists (the only
-            // blocks that write it); long_rows lists the nlong rows of several chunks as
-            // [row, first block, chunks], increasing, with one counter each in long_done, 0
-            // before the launch (made zero, and set back to 0 by the block that completes its
-            // row). y is borrowed mutably and cannot alias x.
+            // blocks that write it), each holding "no sum" (0xff bytes) before the launch (so
+            // filled, and set back by the block of each row's last chunk, which waits for the
+            // others: earlier blocks, dispatched before it); long_rows lists the nlong rows of
+            // several chunks as [row, first block, chunks], increasing. y is borrowed mutably
+            // and cannot alias x.
             unsafe {
                 launch!(function<<<nblocks, BLOCK, 0, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, long_done
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
@@ -229,8 +230,8 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // counter the gather zeroed.
             unsafe {
                 launch!(function<<<h.grid, HOT_THREADS, h.shared_bytes, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, long_done,
-                    nblocks, hx, nhot, counter
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, nblocks,
+                    hx, nhot, counter
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
@@ -277,27 +278,28 @@ pub(crate) fn sell<T: Scalar>(
     let (ce, lc, lv) = (s.chunk_entry.addr(), a32(s.long_cols.as_ref()), at(s.long_vals.as_ref()));
     let partials = ptr_of(s.partials.as_ref());
     let nlong = index("SELL long rows", s.nlong)?;
-    let (long_rows, long_done) = (ptr_of(s.long_rows.as_ref()), ptr_of(s.long_done.as_ref()));
+    let long_rows = ptr_of(s.long_rows.as_ref());
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-    // SAFETY: spmv_sell[16]_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O* slice_ptr,
-    // const unsigned* perm, const unsigned* cols or const unsigned short* col_offsets (16:
-    // the slots store narrow columns, which decode to the matrix's), const T* vals, const T* x, T alpha, T beta,
-    // T* y, const O* chunk_entry, const unsigned* long_cols, const T* long_vals,
-    // double* partials, unsigned nlong, const unsigned* long_rows, unsigned* long_done), O 64-bit exactly for _i64 (both position arrays are uploaded in the
+    // SAFETY: spmv_sell[16]_<T>[_i64](unsigned nsorted, unsigned nslice_blocks, const O*
+    // slice_ptr, const unsigned* perm, const unsigned* cols or const unsigned short*
+    // col_offsets (16: the slots store narrow columns, which decode to the matrix's), const
+    // T* vals, const T* x, T alpha, T beta, T* y, const O* chunk_entry, const unsigned*
+    // long_cols, const T* long_vals, double* partials, unsigned nlong, const unsigned*
+    // long_rows), O 64-bit exactly for _i64 (both position arrays are uploaded in the
     // same width), BLOCK threads per block; the slot arrays' addresses are moved back by the
     // test-only base by which the positions were raised. The arrays are a SellMatrix built from a
     // validated CsrMatrix of this shape: slice_ptr has nslices + 1 entries bounding the slot
     // arrays, perm holds nsorted distinct rows below nrows == y.len(), every non-padding
     // column is below ncols == x.len(), chunk_entry has nchunks + 1 entries bounding the
-    // long-row arrays, partials has nchunks slots, long_rows lists the nlong long rows as
-    // [row, first chunk, chunks] in increasing order with one counter each in long_done (0
-    // before the launch: made zero, set back by the block that completes its row). Threads
+    // long-row arrays, partials has nchunks slots holding "no sum" before the launch (as for
+    // the balanced kernel above), long_rows lists the nlong long rows as [row, first chunk,
+    // chunks] in increasing order. Threads
     // of sorted positions >= nsorted return at once; the first grid - nslice_blocks blocks
     // are chunks (grid = chunks + slice blocks). y is borrowed mutably and cannot alias x.
     unsafe {
         launch!(function<<<grid, BLOCK, 0, stream>>>(
             nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
-            long_rows, long_done
+            long_rows
         ))
     }
     .map_err(|e| Error::cuda(format!("launching {name}"), e))
