@@ -204,9 +204,10 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
     return block_sum(sum, tid, warp_sums, sync);
 }
 
-// The long rows of the balanced kernel (rows of more than one chunk): `n` rows listed as
-// [row, first chunk block, chunks] in `rows` (increasing rows), and one chunk-sum slot per
-// block in `partials`, every slot holding SPGPU_NO_SUM between calls.
+// The long rows of the SELL kernel (rows of more than one chunk): `n` rows listed as
+// [row, first chunk, chunks] in `rows` (increasing rows), and one chunk-sum slot per chunk
+// in `partials`, every slot holding SPGPU_NO_SUM between calls. (The balanced kernel finds
+// a chunk's row and first chunk from the row offsets, and needs only `partials`.)
 struct LongRows {
     unsigned n;
     const unsigned* __restrict__ rows;
@@ -256,8 +257,9 @@ __device__ __forceinline__ acc_t wait_chunk_sum(const acc_t* p) {
     }
 }
 
-// After chunk slot b of a long row has its sum `sum` (valid in lane 0), by warp 0 of the
-// block (lane its lane). Every chunk but the row's last stores its sum in partials[b] and
+// After chunk slot b of long row `row` (chunk slots first..first + count - 1) has its sum
+// `sum` (valid in lane 0), by warp 0 of the block (lane its lane). Every chunk but the
+// row's last stores its sum in partials[b] and
 // is done. The last chunk's warp waits for the other chunks' sums, adds them all in a fixed
 // order (each lane every 32nd chunk sum, its own block's sum in its place, then the warp's
 // shuffle tree), writes y[row] = alpha * total + beta * y[row], and sets the slots back to
@@ -265,17 +267,16 @@ __device__ __forceinline__ acc_t wait_chunk_sum(const acc_t* p) {
 // taken earlier from the hot-column kernel's counter), started before the last one: the
 // wait ends. No fence and no counter: each slot is its own flag (on the H200 this took
 // powerlaw:1000000 f32 from 104.8 to 102.2 us and rmat:21:16 f64 from 223.0 to 217.9 us,
-// against a __threadfence and an atomic counter per chunk).
+// against a __threadfence and an atomic counter per chunk; the balanced kernel's chunks then
+// found their row's first chunk from the row offsets instead of a binary search of the long
+// rows, rmat:22:8:7 f32 229.9 -> 223.8 us, rmat:21:16 f32 189.4 -> 185.7 us).
 template <typename T>
-__device__ __forceinline__ void chunk_done(const LongRows& lr, unsigned b, acc_t sum, unsigned lane, T alpha, T beta,
-                                           T* __restrict__ y) {
-    const unsigned j = find_long_row(lr, b);  // warp-uniform: every lane reads the same
-    const unsigned first = ldg(lr.rows + 3 * j + 1);
-    const unsigned count = ldg(lr.rows + 3 * j + 2);
+__device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigned row, unsigned first, unsigned count,
+                                           unsigned b, acc_t sum, unsigned lane, T alpha, T beta, T* __restrict__ y) {
     sum = __shfl_sync(0xffffffffu, sum, 0);
     if (b != first + count - 1) {
         if (lane == 0) {
-            store_chunk_sum(lr.partials + b, sum);
+            store_chunk_sum(partials + b, sum);
         }
         return;
     }
@@ -283,17 +284,17 @@ __device__ __forceinline__ void chunk_done(const LongRows& lr, unsigned b, acc_t
     for (unsigned k = lane; k < count; k += 32) {
         // every other chunk's sum is waited for, even when alpha == 0 (so that none is
         // stored after the slots are reset)
-        const acc_t v = k + 1 < count ? wait_chunk_sum(lr.partials + first + k) : sum;
+        const acc_t v = k + 1 < count ? wait_chunk_sum(partials + first + k) : sum;
         if (alpha != T(0)) {
             total += v;
         }
     }
     total = group_sum<32>(total);
     if (lane == 0) {
-        store_axpby(y, ldg(lr.rows + 3 * j), alpha, total, beta);
+        store_axpby(y, row, alpha, total, beta);
     }
     for (unsigned k = lane; k + 1 < count; k += 32) {
-        reinterpret_cast<unsigned long long*>(lr.partials)[first + k] = SPGPU_NO_SUM;
+        reinterpret_cast<unsigned long long*>(partials)[first + k] = SPGPU_NO_SUM;
     }
 }
 
@@ -305,7 +306,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                                                const unsigned* __restrict__ col_indices,
                                                const T* __restrict__ values, X xv, T alpha, T beta,
                                                T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                               const O* __restrict__ block_entry, const LongRows& lr) {
+                                               const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
     const unsigned row_tag = ldg(block_row + b);
     const O e0 = ldg(block_entry + b);
     const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most SPGPU_BALANCED_CHUNK
@@ -321,12 +322,16 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
         if (tid < 32) {
             const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
             // warp-uniform: every lane reads the same offsets
-            if (e0 == ldg(row_offsets + row) && e0 + n == ldg(row_offsets + row + 1)) {
+            const O rs = ldg(row_offsets + row);
+            const O len = ldg(row_offsets + row + 1) - rs;
+            if (e0 == rs && n == len) {
                 if (tid == 0) {
                     store_axpby(y, row, alpha, sum, beta);
                 }
             } else {
-                chunk_done(lr, b, sum, tid, alpha, beta, y);
+                const unsigned first = b - unsigned((e0 - rs) / SPGPU_BALANCED_CHUNK);
+                const unsigned count = unsigned((len + SPGPU_BALANCED_CHUNK - 1) / SPGPU_BALANCED_CHUNK);
+                chunk_done(partials, row, first, count, b, sum, tid, alpha, beta, y);
             }
         }
         return;
@@ -396,12 +401,12 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                              T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                             const O* __restrict__ block_entry, const LongRows lr) {
+                                             const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
     __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
     __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
     balanced_block<T, O, SPGPU_BALANCED_CHUNK / SPGPU_BLOCK>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
                                                              row_offsets, col_indices, values, PlainX<T>{x}, alpha,
-                                                             beta, y, block_row, block_entry, lr);
+                                                             beta, y, block_row, block_entry, partials);
 }
 
 // The hot-column kernel (src/gpu/hot.rs): the balanced kernel's row blocks, with the entries
@@ -425,7 +430,7 @@ template <typename T, typename O>
 __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const unsigned* __restrict__ col_indices,
                                         const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
                                         T* __restrict__ y, const unsigned* __restrict__ block_row,
-                                        const O* __restrict__ block_entry, const LongRows lr, unsigned nblocks, const T* __restrict__ hot_x, unsigned nhot,
+                                        const O* __restrict__ block_entry, acc_t* __restrict__ partials, unsigned nblocks, const T* __restrict__ hot_x, unsigned nhot,
                                         unsigned* __restrict__ counter) {
     extern __shared__ __align__(16) unsigned char hot_smem[];
     T* hot = reinterpret_cast<T*>(hot_smem);
@@ -448,7 +453,7 @@ __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const
     for (unsigned it = 0; b < nblocks; ++it) {
         balanced_block<T, O, SPGPU_HOT_CHUNK_BATCH>(b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices,
                                                     values, HotX<T>{x, hot}, alpha, beta, y, block_row,
-                                                    block_entry, lr);
+                                                    block_entry, partials);
         if (tid == 0) {
             next[g][it & 1] = atomicAdd(counter, 1u) + gridDim.x * SPGPU_HOT_GROUPS;
         }
@@ -522,7 +527,9 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
                                                          warp_sums, BlockSync{});
         if (tid < 32) {
-            chunk_done(lr, chunk, sum, tid, alpha, beta, y);
+            const unsigned j = find_long_row(lr, chunk);  // warp-uniform: every lane reads the same
+            chunk_done(lr.partials, ldg(lr.rows + 3 * j), ldg(lr.rows + 3 * j + 1), ldg(lr.rows + 3 * j + 2), chunk,
+                       sum, tid, alpha, beta, y);
         }
         return;
     }
@@ -613,19 +620,19 @@ typedef unsigned long long u64;
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows) {          \
+        acc_t *__restrict__ partials) {                                                                  \
         csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
-                           LongRows{nlong, long_rows, partials});                                        \
+                           partials);                                                                    \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
         spmv_csr_hot_##T##SUFFIX(                                                                        \
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows,             \
-        unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot, unsigned *__restrict__ counter) {  \
+        acc_t *__restrict__ partials, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,       \
+        unsigned *__restrict__ counter) {                                                                \
         csr_hot<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,       \
-                      LongRows{nlong, long_rows, partials}, nblocks, hot_x, nhot, counter);              \
+                      partials, nblocks, hot_x, nhot, counter);                                          \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \

@@ -178,10 +178,11 @@ impl RowBlocks {
     }
 
     /// Device bytes of the block description (`block_entry` with 8-byte entries when `wide`,
-    /// as the offsets), the long-row list, and the chunk-sum scratch.
+    /// as the offsets) and the chunk-sum scratch. (The long-row list stays on the host: a
+    /// chunk block finds its row's first chunk from the row offsets.)
     pub fn device_bytes(&self, wide: bool) -> usize {
         let entry = if wide { 8 } else { 4 };
-        self.block_row.len() * 4 + self.block_entry.len() * entry + self.long_rows.len() * 12 + self.scratch_len() * 8
+        self.block_row.len() * 4 + self.block_entry.len() * entry + self.scratch_len() * 8
     }
 
     /// Slots of the chunk-sum scratch (`f64`): one per block when there are long rows (chunk

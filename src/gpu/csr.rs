@@ -228,11 +228,8 @@ impl<T: Scalar> DeviceSell<T> {
 pub(crate) struct Balanced {
     /// Blocks of the main kernel.
     pub(crate) nblocks: usize,
-    /// Long rows (chunked over several blocks), each `[row, first block, chunks]`.
-    pub(crate) nlong: usize,
     pub(crate) block_row: DeviceMemory<u32>,
     pub(crate) block_entry: Positions,
-    pub(crate) long_rows: Option<DeviceMemory<u32>>,
     /// One `f64` per block when there are long rows: the chunk sums of one call, written by
     /// the chunk blocks and read by the block of their row's last chunk, which sets them
     /// back to "no sum" (0xff bytes) for the next call.
@@ -244,25 +241,15 @@ impl Balanced {
     /// Uploads the blocks; their entry positions are 64-bit when `wide` (as the matrix's row
     /// offsets), shifted by `base` (tests only).
     fn upload(ctx: &'static Context, blocks: &RowBlocks, wide: bool, base: u64) -> Result<Balanced> {
-        let flat: Vec<u32> = blocks.long_rows.iter().flatten().copied().collect();
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
-        let long_rows = upload(&flat, "balanced long rows")?;
         // each chunk block b but a row's last writes partials[b]; the last one waits for
         // exactly its row's slots, which hold "no sum" (0xff bytes) until then
         let partials = match blocks.scratch_len() {
             0 => None,
             n => Some(DeviceMemory::filled(ctx, n, 0xff, "the balanced kernel's chunk sums")?),
         };
-        Ok(Balanced {
-            nblocks: blocks.nblocks(),
-            nlong: blocks.long_rows.len(),
-            block_row,
-            block_entry,
-            long_rows,
-            partials,
-            bytes: blocks.device_bytes(wide),
-        })
+        Ok(Balanced { nblocks: blocks.nblocks(), block_row, block_entry, partials, bytes: blocks.device_bytes(wide) })
     }
 }
 
@@ -709,12 +696,7 @@ impl<T: Scalar> DeviceCsr<T> {
                     v.extend([a(Some(&h.columns)), a(Some(&h.x)), a(Some(&h.counter))]);
                 }
                 if let Some(b) = balanced {
-                    v.extend([
-                        a(Some(&b.block_row)),
-                        b.block_entry.addr(),
-                        a(b.long_rows.as_ref()),
-                        a(b.partials.as_ref()),
-                    ]);
+                    v.extend([a(Some(&b.block_row)), b.block_entry.addr(), a(b.partials.as_ref())]);
                 }
                 v
             }

@@ -178,16 +178,13 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     let (brow, bentry) = (blocks.block_row.as_device_ptr(), blocks.block_entry.addr());
     let partials = ptr_of(blocks.partials.as_ref());
-    let nlong = index("long rows", blocks.nlong)?;
-    let long_rows = ptr_of(blocks.long_rows.as_ref());
     match hot {
         None => {
             let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
             // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
             // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
-            // block_row, const O* block_entry, double* partials, unsigned nlong, const unsigned*
-            // long_rows), O 64-bit exactly for _i64
+            // block_row, const O* block_entry, double* partials), O 64-bit exactly for _i64
             // (wide: the offsets and block starts, checked to agree above), launched with one
             // block of BLOCK threads per row block as it assumes. The arrays are those of a
             // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
@@ -197,12 +194,12 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // above). partials has one slot per block whenever a chunk block exists (the only
             // blocks that write it), each holding "no sum" (0xff bytes) before the launch (so
             // filled, and set back by the block of each row's last chunk, which waits for the
-            // others: earlier blocks, dispatched before it); long_rows lists the nlong rows of
-            // several chunks as [row, first block, chunks], increasing. y is borrowed mutably
-            // and cannot alias x.
+            // others: earlier blocks, dispatched before it; a chunk block finds its row's first
+            // chunk and chunk count from the row offsets, as RowBlocks cut them). y is borrowed
+            // mutably and cannot alias x.
             unsafe {
                 launch!(function<<<nblocks, BLOCK, 0, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
@@ -230,8 +227,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // counter the gather zeroed.
             unsafe {
                 launch!(function<<<h.grid, HOT_THREADS, h.shared_bytes, stream>>>(
-                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nlong, long_rows, nblocks,
-                    hx, nhot, counter
+                    offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials, nblocks, hx, nhot, counter
                 ))
             }
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
