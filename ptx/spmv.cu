@@ -98,8 +98,9 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // SPGPU_BALANCED_ENTRIES entries and SPGPU_BLOCK rows) loads its entries with coalesced reads,
 // keeps the products values[j] * x[col[j]] in shared memory, then sums each row there with a
 // group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
-// its row flagged with SPGPU_LONG_FLAG) sums its piece and writes the sum to partials[block];
-// the block of a long row's last chunk (chunk_done) waits for the others, adds the pieces in
+// its row flagged with SPGPU_LONG_FLAG) sums its piece; a row of one chunk is written to y
+// by its block, otherwise every chunk block but the last writes its sum to partials[block],
+// and the block of the row's last chunk (chunk_done) waits for them, adds the pieces in
 // order and writes y, in the same launch. Every sum has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
 // shared memory): on the H200 this beat 2048 by 3-20% on R-MAT and web-like graphs
 // (rmat:22:8 f32 338 -> 268 us), whose x gathers hit the L1 more when shared memory takes less
@@ -204,8 +205,9 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
     return block_sum(sum, tid, warp_sums, sync);
 }
 
-// The long rows of the SELL kernel (rows of more than one chunk): `n` rows listed as
-// [row, first chunk, chunks] in `rows` (increasing rows), and one chunk-sum slot per chunk
+// The long rows of the SELL kernel (rows of more than 512 entries, LONG_ROW in src/gpu/sell.rs, of one chunk
+// or more): `n` rows listed as [row, first chunk, chunks] in `rows` (increasing rows), and
+// one chunk-sum slot per chunk
 // in `partials`, every slot holding SPGPU_NO_SUM between calls. (The balanced kernel finds
 // a chunk's row and first chunk from the row offsets, and needs only `partials`.)
 struct LongRows {
@@ -263,9 +265,14 @@ __device__ __forceinline__ acc_t wait_chunk_sum(const acc_t* p) {
 // is done. The last chunk's warp waits for the other chunks' sums, adds them all in a fixed
 // order (each lane every 32nd chunk sum, its own block's sum in its place, then the warp's
 // shuffle tree), writes y[row] = alpha * total + beta * y[row], and sets the slots back to
-// SPGPU_NO_SUM for the next call. The other chunks are earlier blocks (lower indices, or
-// taken earlier from the hot-column kernel's counter), started before the last one: the
-// wait ends. No fence and no counter: each slot is its own flag (on the H200 this took
+// SPGPU_NO_SUM for the next call. The other chunks are earlier row blocks: lower block
+// indices in the balanced and SELL kernels, and in the hot-column kernel either some
+// block's fixed first row block (every block is resident: the grid is what fits at once) or
+// taken from its counter before this one. The wait ends because the GPU starts the blocks of
+// a launch in index order, so every earlier chunk's block is running or done. CUDA does not
+// promise that order, though every NVIDIA GPU so far keeps it (as single-pass scans that wait
+// on their predecessors rely on); on a GPU that did not, a kernel with long rows could hang.
+// No fence and no counter: each slot is its own flag (on the H200 this took
 // powerlaw:1000000 f32 from 104.8 to 102.2 us and rmat:21:16 f64 from 223.0 to 217.9 us,
 // against a __threadfence and an atomic counter per chunk; the balanced kernel's chunks then
 // found their row's first chunk from the row offsets instead of a binary search of the long

@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spgpu::gpu::hot::{HotChoice, HotColumns};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
-use spgpu::{gen, CsrMatrix, EllMatrix, Error, Scalar};
+use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
 
 /// A random `nrows x ncols` CSR matrix: row lengths uniform in `0..=max_len` (capped at
 /// `ncols`), about `empty_every`-th row forced empty, values in `[-1, 1)`.
@@ -658,4 +658,65 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &power).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+}
+
+/// Long rows split into several chunks (balanced kernel, hot-column kernel, SELL) with NaN
+/// and infinities in `x`. The block of a long row's last chunk waits until the other chunks'
+/// slots no longer hold the "no sum" NaN pattern, so no stored sum may look like it: a NaN
+/// read from `x` (here with every payload bit set, the pattern itself) must come out as a
+/// NaN in `y` without a hang, twice in a row (the slots are reset between calls).
+fn long_rows_with_nan_and_infinities<T: Scalar>(test: &str, nan: T) {
+    let Some(ctx) = gpu(test) else { return };
+    let (nrows, ncols) = (40usize, 50_000usize);
+    // (row, first column, entries): a NaN (column 100), +inf (7000), finite, and +inf with
+    // -inf (30000, 30001); the other rows are short and read finite entries only
+    let long = [(3usize, 0usize, 9000usize), (20, 7000, 5000), (30, 20_000, 5000), (31, 30_000, 5000)];
+    let (mut offsets, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
+    for i in 0..nrows {
+        let (first, len) = long.iter().find(|l| l.0 == i).map_or((40_000 + 10 * i, 4), |l| (l.1, l.2));
+        cols.extend((first..first + len).map(|c| c as u32));
+        vals.extend((0..len).map(|k| T::from_f64(if k % 2 == 0 { 1.0 } else { -0.5 })));
+        offsets.push(cols.len() as u64);
+    }
+    let a = CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).unwrap();
+    let mut x = vec![T::from_f64(0.25); ncols];
+    x[100] = nan;
+    x[7000] = T::from_f64(f64::INFINITY);
+    x[30_000] = T::from_f64(f64::INFINITY);
+    x[30_001] = T::from_f64(f64::INFINITY); // its value is -0.5: -inf
+    let mut want = vec![T::ZERO; nrows];
+    reference::spmv_csr(T::ONE, &a, &x, T::ZERO, &mut want).unwrap();
+    assert!(want[3].to_f64().is_nan() && want[20].to_f64() == f64::INFINITY && want[31].to_f64().is_nan());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    for (choice, hot) in [
+        (KernelChoice::Balanced, HotChoice::Off),
+        (KernelChoice::Balanced, HotChoice::Force(64)),
+        (KernelChoice::Sell, HotChoice::Off),
+    ] {
+        let d = DeviceCsr::upload_with_hot(ctx, &a, choice, hot, 0).unwrap();
+        for call in 0..2 {
+            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); nrows]).unwrap();
+            d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+            let got = d_y.to_vec().unwrap();
+            for i in 0..nrows {
+                let (g, w) = (got[i].to_f64(), want[i].to_f64());
+                let same = if w.is_finite() {
+                    (g - w).abs() <= 1e-5 * w.abs().max(1.0)
+                } else {
+                    g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())
+                };
+                assert!(same, "{choice} ({hot:?}), {}, call {call}: y[{i}] = {g}, reference {w}", T::NAME);
+            }
+        }
+    }
+}
+
+#[test]
+fn long_rows_with_nan_and_infinities_f64() {
+    long_rows_with_nan_and_infinities::<f64>("long_rows_with_nan_and_infinities_f64", f64::from_bits(u64::MAX));
+}
+
+#[test]
+fn long_rows_with_nan_and_infinities_f32() {
+    long_rows_with_nan_and_infinities::<f32>("long_rows_with_nan_and_infinities_f32", f32::from_bits(u32::MAX));
 }

@@ -139,3 +139,35 @@ fn every_kernel_name_is_an_entry_of_the_committed_and_the_built_ptx() {
         assert!(built.contains(&name), "{name} is not an .entry of the PTX built for module {}", module.stem());
     }
 }
+
+/// The value of `#define NAME value` in a source of `ptx/`.
+fn define(file: &str, name: &str) -> u64 {
+    let text = fs::read_to_string(ptx_dir().join(file)).unwrap_or_else(|e| panic!("reading ptx/{file}: {e}"));
+    let value = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' ').map(str::trim))
+        .unwrap_or_else(|| panic!("no #define {name} in ptx/{file}"));
+    let digits = value.trim_end_matches('u');
+    match digits.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => digits.parse(),
+    }
+    .unwrap_or_else(|e| panic!("#define {name} {value} in ptx/{file}: {e}"))
+}
+
+/// The kernels and the host agree on the shapes they share. A mismatch in the chunk sizes
+/// would not give wrong sums but a hang: the balanced kernel's chunk blocks compute their
+/// row's first chunk and chunk count from SPGPU_BALANCED_CHUNK, and the last chunk waits for
+/// the slots of the others.
+#[test]
+fn kernel_constants_match_the_host() {
+    use spgpu::gpu::{balance, hot, narrow, sell};
+    assert_eq!(define("common.cuh", "SPGPU_BLOCK"), balance::BLOCK_THREADS as u64);
+    assert_eq!(define("spmv.cu", "SPGPU_BALANCED_ENTRIES"), balance::BLOCK_ENTRIES as u64);
+    assert_eq!(define("spmv.cu", "SPGPU_BALANCED_CHUNK"), balance::CHUNK_ENTRIES as u64);
+    assert_eq!(define("spmv.cu", "SPGPU_LONG_FLAG"), u64::from(balance::LONG_FLAG));
+    assert_eq!(define("spmv.cu", "SPGPU_SELL_CHUNK"), sell::CHUNK as u64);
+    assert_eq!(define("spmv.cu", "SPGPU_HOT_FLAG"), u64::from(hot::HOT_FLAG));
+    assert_eq!(define("common.cuh", "SPGPU_NARROW_PADDING"), u64::from(narrow::NARROW_PADDING));
+    assert_eq!(define("common.cuh", "SPGPU_ELL_PADDING"), u64::from(spgpu::ELL_PADDING));
+}

@@ -17,7 +17,9 @@
 //!   block but the last write its sum to its own slot of a scratch array; the block of the
 //!   row's last chunk waits for those slots (each holds a "no sum" bit pattern until its
 //!   sum arrives), adds the chunk sums in chunk order, writes `y` and sets the slots back to
-//!   "no sum". The other chunks are earlier blocks, dispatched before it, so the wait ends.
+//!   "no sum". The other chunks are earlier blocks, which the GPU starts before it (blocks
+//!   start in index order on NVIDIA GPUs, though CUDA does not promise it; see `chunk_done`
+//!   in `ptx/spmv.cu`), so the wait ends.
 //!
 //! So the work per block is bounded by the entry count, whatever the row lengths, and every
 //! sum is taken in a fixed order: results repeat bit for bit, with no floating-point

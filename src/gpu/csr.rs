@@ -413,7 +413,8 @@ impl<T: Scalar> DeviceCsr<T> {
             let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), super::sell::LONG_ROW);
             let d = DeviceSell::upload(ctx, a, &sell, base, narrow)?;
             preprocessing += converting.elapsed();
-            plan.set_narrow(narrow);
+            // from what was stored: no slots (every row long) means no narrow columns
+            plan.set_narrow(d.cols.as_ref().is_some_and(SlotCols::is_narrow));
             Storage::Sell(Box::new(d))
         } else {
             let mut col_indices = upload(a.col_indices(), "CSR column indices")?;

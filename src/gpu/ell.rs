@@ -66,8 +66,6 @@ impl<T: Scalar> DeviceEll<T> {
                 .par_iter()
                 .enumerate()
                 .all(|(s, &c)| c == ELL_PADDING || narrow::encode(c, s % nrows).is_some());
-        let mut plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
-        plan.set_narrow(narrow);
         let cols = match a.col_indices() {
             [] => None,
             c => {
@@ -76,6 +74,8 @@ impl<T: Scalar> DeviceEll<T> {
                 Some(d)
             }
         };
+        let mut plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
+        plan.set_narrow(cols.as_ref().is_some_and(SlotCols::is_narrow));
         let values = upload(a.values(), "ELL values")?;
         Ok(DeviceEll {
             ctx,
@@ -123,7 +123,7 @@ impl<T: Scalar> DeviceEll<T> {
         }
         let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX);
         let mut plan = SpmvPlan::for_ell(stats, ctx.warp_size());
-        plan.set_narrow(narrow);
+        plan.set_narrow(narrow && padded > 0); // no slots: nothing stored narrow
         let (mut col_indices, mut values) = (None, None);
         if padded > 0 {
             let mut cols = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;

@@ -289,11 +289,12 @@ pub(crate) fn plan_hot<T: Scalar>(ctx: &Context, nnz: usize, wide: bool, choice:
 }
 
 impl HotPlan {
-    /// Device bytes that choosing and keeping hot columns take at most, beside the CSR
-    /// arrays: the column counts (4 bytes per column; freed before the slot map of the same
-    /// size is made) and the hot-column arrays of the most columns allowed.
+    /// Device bytes that choosing and keeping hot columns take at most at once, beside the
+    /// CSR arrays: the column counts, then the slot map (4 bytes per column each, the first
+    /// freed before the second is made, the second before the hot-column arrays are), or the
+    /// hot-column arrays of the most columns allowed.
     pub(crate) fn device_bytes<T: Scalar>(&self, ncols: usize) -> usize {
-        ncols * 4 + DeviceHot::<T>::bytes(self.capacity)
+        (ncols * 4).max(DeviceHot::<T>::bytes(self.capacity))
     }
 
     /// Blocks of the kernel resident at once with `bytes` of hot entries per block.

@@ -150,7 +150,7 @@ pub(crate) fn ell_on<T: Scalar>(
 }
 
 /// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
-/// entries of x then `spmv_csr_hot_<T>`); the block that completes a long row writes it.
+/// entries of x then `spmv_csr_hot_<T>`); the block of a long row's last chunk writes it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn csr_balanced<T: Scalar>(
     ctx: &Context,
@@ -236,8 +236,8 @@ pub(crate) fn csr_balanced<T: Scalar>(
     Ok(())
 }
 
-/// `spmv_sell_<T>` over the slices and the chunks of long rows (the block that completes a
-/// long row writes it).
+/// `spmv_sell_<T>` over the slices and the chunks of long rows (the block of a long row's
+/// last chunk writes it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sell<T: Scalar>(
     ctx: &Context,
