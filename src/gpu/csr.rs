@@ -106,9 +106,11 @@ impl<T: Scalar> DeviceSell<T> {
     /// of slices (about [`PIECE`] slots) at a time, the long rows' entries copied from `a`'s
     /// arrays in batches, so the host never holds a second copy of the matrix.
     ///
-    /// The slots store 16-bit column offsets when `narrow` (every short row's entries lie
-    /// within [`narrow::MAX_OFFSET`] of the diagonal, [`narrow::fits`]).
-    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64, narrow: bool) -> Result<Self> {
+    /// The slots store 16-bit column offsets when every short row's entries lie within
+    /// [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]) and narrow columns are
+    /// enabled.
+    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
+        let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), super::sell::LONG_ROW);
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
@@ -410,8 +412,7 @@ impl<T: Scalar> DeviceCsr<T> {
         } else if let Some(sell) = sell {
             // the slots are made a piece at a time while uploading: preprocessing, as for ELL
             let converting = Instant::now();
-            let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), super::sell::LONG_ROW);
-            let d = DeviceSell::upload(ctx, a, &sell, base, narrow)?;
+            let d = DeviceSell::upload(ctx, a, &sell, base)?;
             preprocessing += converting.elapsed();
             // from what was stored: no slots (every row long) means no narrow columns
             plan.set_narrow(d.cols.as_ref().is_some_and(SlotCols::is_narrow));

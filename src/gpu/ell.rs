@@ -4,9 +4,10 @@ use cust::memory::DevicePointer;
 
 use rayon::prelude::*;
 
+use super::memory::DeviceMemory;
 use super::narrow::{self, SlotCols};
 use super::positions::PIECE;
-use super::vector::{download, upload};
+use super::vector::{download, ptr_of, upload};
 use super::{kernels, Context, DeviceVector, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
@@ -41,7 +42,7 @@ pub struct DeviceEll<T: Scalar> {
     nnz: usize,
     width: usize,
     cols: Option<SlotCols>,
-    values: Option<super::memory::DeviceMemory<T>>,
+    values: Option<DeviceMemory<T>>,
     stats: RowStats,
     plan: SpmvPlan,
 }
@@ -124,10 +125,10 @@ impl<T: Scalar> DeviceEll<T> {
         let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX);
         let mut plan = SpmvPlan::for_ell(stats, ctx.warp_size());
         plan.set_narrow(narrow && padded > 0); // no slots: nothing stored narrow
-        let (mut col_indices, mut values) = (None, None);
+        let (mut slot_cols, mut values) = (None, None);
         if padded > 0 {
             let mut cols = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;
-            let mut vals = super::memory::DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            let mut vals = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
             let mut buf = Vec::new();
             let (off, acols, avals) = (a.row_offsets(), a.col_indices(), a.values());
             let rows_per_piece = (PIECE / width).max(1);
@@ -156,7 +157,7 @@ impl<T: Scalar> DeviceEll<T> {
                     vals.copy_from_host_at(at, &tile_v[k * n..(k + 1) * n], "ELL values")?;
                 }
             }
-            (col_indices, values) = (Some(cols), Some(vals));
+            (slot_cols, values) = (Some(cols), Some(vals));
         }
         Ok(DeviceEll {
             ctx,
@@ -164,7 +165,7 @@ impl<T: Scalar> DeviceEll<T> {
             ncols: a.ncols(),
             nnz: a.nnz(),
             width,
-            cols: col_indices,
+            cols: slot_cols,
             values,
             stats: stats.clone(),
             plan,
@@ -289,7 +290,7 @@ impl<T: Scalar> DeviceEll<T> {
     /// Device address of the values (`width * nrows` `T`, column-major); null when there are
     /// no slots.
     pub fn values_ptr(&self) -> DevicePointer<T> {
-        super::vector::ptr_of(self.values.as_ref())
+        ptr_of(self.values.as_ref())
     }
 }
 

@@ -307,8 +307,8 @@ impl HotPlan {
     }
 
     /// Chooses the hot columns of the matrix of `ncols` columns whose `n` column indices are
-    /// uploaded in `cols`,
-    /// and flags their entries there: counts every column's entries on the device
+    /// uploaded in `cols`, and flags their entries there: counts every column's entries on
+    /// the device
     /// (`count_columns`, one read of the columns), keeps the most-read columns that repay
     /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
     /// [`MIN_SHARE`] of the entries (or are forced), rewrites their entries in place as
@@ -316,9 +316,10 @@ impl HotPlan {
     /// column qualifies. Returns the columns with the kernel's grid (the resident blocks)
     /// and its shared memory per block. Waits for the device.
     ///
-    /// Counting on the device costs about one SpMV; on the host (16 threads, atomic
-    /// counters that the most-read columns contend for) it took as long as 1100 SpMVs of
-    /// an R-MAT graph on the H200.
+    /// On the H200 the whole preprocessing of `rmat:21:16` (row statistics, row blocks and
+    /// this) took 29.7 ms (f64) this way, against 251 ms when the host counted the columns
+    /// (16 threads on atomic counters that the most-read columns contend for) and flagged
+    /// them.
     pub(crate) fn choose<T: Scalar>(
         &self,
         ctx: &'static Context,
