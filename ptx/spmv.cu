@@ -143,10 +143,10 @@ struct HotX {
     }
 };
 
-// The sum of `v` over the SPGPU_BLOCK threads of a row block (tid its thread's index there),
-// valid in tid 0; every thread of the row block must call it. warp_sums: SPGPU_BLOCK / 32
-// slots of shared memory of this row block.
-template <typename Sync>
+// The sum of `v` over the BT threads of a row block (tid its thread's index there), valid
+// in tid 0; every thread of the row block must call it. warp_sums: BT / 32 slots of shared
+// memory of this row block.
+template <unsigned BT, typename Sync>
 __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_sums, Sync sync) {
     v = group_sum<32>(v);
     const unsigned warp = tid / 32;
@@ -155,54 +155,54 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
     }
     sync();
     if (warp == 0) {
-        v = tid < SPGPU_BLOCK / 32 ? warp_sums[tid] : acc_t(0);
-        v = group_sum<SPGPU_BLOCK / 32>(v);
+        v = tid < BT / 32 ? warp_sums[tid] : acc_t(0);
+        v = group_sum<BT / 32>(v);
     }
     return v;
 }
 
-// Loads entries tid + k * SPGPU_BLOCK (k < PER) of cols and vals below n into c and v
-// (coalesced across the row block, evict-first: read once); zeros past n.
-template <typename T, unsigned PER>
+// Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
+// across the BT threads of the row block, evict-first: read once); zeros past n.
+template <typename T, unsigned PER, unsigned BT>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
                                              unsigned n, unsigned tid, unsigned (&c)[PER], T (&v)[PER]) {
 #pragma unroll
     for (unsigned k = 0; k < PER; ++k) {
-        const unsigned i = tid + k * SPGPU_BLOCK;
+        const unsigned i = tid + k * BT;
         c[k] = i < n ? ldcs(cols + i) : 0u;
         v[k] = i < n ? ldcs(vals + i) : T(0);
     }
 }
 
-// The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the row block, valid in tid
-// 0: every thread loads CHUNK / SPGPU_BLOCK entries (coalesced, evict-first), then gathers
-// x. 0 when alpha == 0 (nothing is read). Every thread of the row block must call it.
+// The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the row block of BT
+// threads, valid in tid 0: every thread loads CHUNK / BT entries (coalesced, evict-first),
+// then gathers x. 0 when alpha == 0 (nothing is read). Every thread of the row block must call it.
 // BATCH entries per thread are loaded at once (all of them by default; fewer keeps fewer
 // registers live), and each thread adds its entries in the same order either way.
-template <typename T, unsigned CHUNK, unsigned BATCH = CHUNK / SPGPU_BLOCK, typename X, typename Sync>
+template <typename T, unsigned CHUNK, unsigned BT, unsigned BATCH = CHUNK / BT, typename X, typename Sync>
 __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, const T* __restrict__ vals,
                                            unsigned n, X xv, T alpha, unsigned tid, acc_t* warp_sums,
                                            Sync sync) {
-    constexpr unsigned PER_THREAD = CHUNK / SPGPU_BLOCK;
+    constexpr unsigned PER_THREAD = CHUNK / BT;
     static_assert(PER_THREAD % BATCH == 0, "batches split the entries of a thread evenly");
     acc_t sum = 0;
     if (alpha != T(0)) {
 #pragma unroll 1
         for (unsigned k0 = 0; k0 < PER_THREAD; k0 += BATCH) {
-            const unsigned at = k0 * SPGPU_BLOCK;
+            const unsigned at = k0 * BT;
             const unsigned m = n > at ? n - at : 0u;
             unsigned c[BATCH];
             T v[BATCH];
-            load_entries(cols + at, vals + at, m, tid, c, v);
+            load_entries<T, BATCH, BT>(cols + at, vals + at, m, tid, c, v);
 #pragma unroll
             for (unsigned k = 0; k < BATCH; ++k) {
-                if (tid + k * SPGPU_BLOCK < m) {
+                if (tid + k * BT < m) {
                     sum += acc_t(v[k]) * acc_t(xv(c[k]));
                 }
             }
         }
     }
-    return block_sum(sum, tid, warp_sums, sync);
+    return block_sum<BT>(sum, tid, warp_sums, sync);
 }
 
 // The long rows of the SELL kernel (rows of more than 512 entries, LONG_ROW in src/gpu/sell.rs, of one chunk
@@ -305,9 +305,12 @@ __device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigne
     }
 }
 
-// Row block b of the balanced kernel, run by SPGPU_BLOCK threads (tid their index) with
-// SPGPU_BALANCED_ENTRIES products and SPGPU_BLOCK / 32 warp sums of shared memory.
-template <typename T, typename O, unsigned CHUNK_BATCH, typename X, typename Sync>
+// Row block b of the balanced kernel, run by BT threads (tid their index) with ENTRIES
+// products and BT / 32 warp sums of shared memory: stream blocks of at most ENTRIES entries
+// and BT rows, chunks of CHUNK entries (the shape of the row blocks, RowShape in
+// src/gpu/balance.rs).
+template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, typename X,
+          typename Sync>
 __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* prod, acc_t* warp_sums, Sync sync,
                                                const O* __restrict__ row_offsets,
                                                const unsigned* __restrict__ col_indices,
@@ -316,16 +319,15 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                                                const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
     const unsigned row_tag = ldg(block_row + b);
     const O e0 = ldg(block_entry + b);
-    const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most SPGPU_BALANCED_CHUNK
-    constexpr unsigned PER_THREAD = SPGPU_BALANCED_ENTRIES / SPGPU_BLOCK;
+    const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most CHUNK
+    constexpr unsigned PER_THREAD = ENTRIES / BT;
 
     if (row_tag & SPGPU_LONG_FLAG) {
-        // A chunk of a row longer than a stream block (up to SPGPU_BALANCED_CHUNK entries, in
-        // registers): when it is the whole row, it writes y. Otherwise its sum goes to
+        // A chunk of a row longer than a stream block (up to CHUNK entries, in registers): when it is the whole row, it writes y. Otherwise its sum goes to
         // partials[b], and the block of the row's last chunk adds them in chunk order and
         // writes y (chunk_done).
-        const acc_t sum = chunk_sum<T, SPGPU_BALANCED_CHUNK, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv,
-                                                                          alpha, tid, warp_sums, sync);
+        const acc_t sum =
+            chunk_sum<T, CHUNK, BT, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv, alpha, tid, warp_sums, sync);
         if (tid < 32) {
             const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
             // warp-uniform: every lane reads the same offsets
@@ -336,8 +338,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                     store_axpby(y, row, alpha, sum, beta);
                 }
             } else {
-                const unsigned first = b - unsigned((e0 - rs) / SPGPU_BALANCED_CHUNK);
-                const unsigned count = unsigned((len + SPGPU_BALANCED_CHUNK - 1) / SPGPU_BALANCED_CHUNK);
+                const unsigned first = b - unsigned((e0 - rs) / CHUNK);
+                const unsigned count = unsigned((len + CHUNK - 1) / CHUNK);
                 chunk_done(partials, row, first, count, b, sum, tid, alpha, beta, y);
             }
         }
@@ -348,15 +350,14 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned r0 = row_tag;
     const unsigned r1 = ldg(block_row + b + 1) & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
-    // threads_per_row(rows): the largest power of two t with rows * t <= SPGPU_BLOCK, at most 32.
-    const unsigned t_max = SPGPU_BLOCK / rows;
+    // threads_per_row(rows): the largest power of two t with rows * t <= BT, at most 32.
+    const unsigned t_max = BT / rows;
     const unsigned tpr = min(32u, 1u << (31 - __clz(t_max)));
     const unsigned group = tid / tpr;
     const unsigned lane = tid % tpr;
     const unsigned row = r0 + group;
     const bool active = group < rows && alpha != T(0);
-    // The group's row, as offsets relative to the block's first entry (below
-    // SPGPU_BALANCED_ENTRIES), read before the entries so that both loads are in flight at once.
+    // The group's row, as offsets relative to the block's first entry (below ENTRIES), read before the entries so that both loads are in flight at once.
     unsigned s = 0, e = 0;
     if (active) {
         s = unsigned(ldg(row_offsets + row) - e0);
@@ -365,10 +366,10 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     if (alpha != T(0)) {
         unsigned c[PER_THREAD];
         T v[PER_THREAD];
-        load_entries(col_indices + e0, values + e0, n, tid, c, v);
+        load_entries<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, tid, c, v);
 #pragma unroll
         for (unsigned k = 0; k < PER_THREAD; ++k) {
-            const unsigned i = tid + k * SPGPU_BLOCK;
+            const unsigned i = tid + k * BT;
             if (i < n) {
                 prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
             }
@@ -402,18 +403,19 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     }
 }
 
-// The balanced kernel: one block of SPGPU_BLOCK threads per row block.
-template <typename T, typename O>
+// The balanced kernel: one block of BT threads per row block of at most ENTRIES entries
+// (chunks of CHUNK).
+template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK>
 __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                              T beta, T* __restrict__ y, const unsigned* __restrict__ block_row,
                                              const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
-    __shared__ acc_t prod[SPGPU_BALANCED_ENTRIES];
-    __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
-    balanced_block<T, O, SPGPU_BALANCED_CHUNK / SPGPU_BLOCK>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
-                                                             row_offsets, col_indices, values, PlainX<T>{x}, alpha,
-                                                             beta, y, block_row, block_entry, partials);
+    __shared__ acc_t prod[ENTRIES];
+    __shared__ acc_t warp_sums[BT / 32];
+    balanced_block<T, O, BT, ENTRIES, CHUNK, CHUNK / BT>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
+                                                          row_offsets, col_indices, values, PlainX<T>{x}, alpha,
+                                                          beta, y, block_row, block_entry, partials);
 }
 
 // The hot-column kernel (src/gpu/hot.rs): the balanced kernel's row blocks, with the entries
@@ -458,9 +460,9 @@ __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const
     __shared__ unsigned next[SPGPU_HOT_GROUPS][2];
     unsigned b = blockIdx.x * SPGPU_HOT_GROUPS + g;
     for (unsigned it = 0; b < nblocks; ++it) {
-        balanced_block<T, O, SPGPU_HOT_CHUNK_BATCH>(b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices,
-                                                    values, HotX<T>{x, hot}, alpha, beta, y, block_row,
-                                                    block_entry, partials);
+        balanced_block<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK, SPGPU_HOT_CHUNK_BATCH>(
+            b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices, values, HotX<T>{x, hot}, alpha, beta, y,
+            block_row, block_entry, partials);
         if (tid == 0) {
             next[g][it & 1] = atomicAdd(counter, 1u) + gridDim.x * SPGPU_HOT_GROUPS;
         }
@@ -531,7 +533,7 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const O e0 = ldg(chunk_entry + chunk);
         const unsigned n = unsigned(ldg(chunk_entry + chunk + 1) - e0);  // at most SPGPU_SELL_CHUNK
         __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
-        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
+        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK, SPGPU_BLOCK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
                                                          warp_sums, BlockSync{});
         if (tid < 32) {
             const unsigned j = find_long_row(lr, chunk);  // warp-uniform: every lane reads the same
@@ -600,6 +602,18 @@ typedef unsigned long long u64;
         csr_vector<T, N, O>(nrows, SPGPU_CSR_PASS);                                                        \
     }
 
+// The balanced kernel with row blocks of BT threads, ENTRIES entries and chunks of CHUNK
+// (BLOCKS_PER_SM resident, registers capped to allow it).
+#define SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, BT, ENTRIES, CHUNK, BLOCKS_PER_SM)                      \
+    extern "C" __global__ void __launch_bounds__(BT, BLOCKS_PER_SM) spmv_csr_balanced##BT##_##T##SUFFIX( \
+        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
+        acc_t *__restrict__ partials) {                                                                  \
+        csr_balanced<T, O, BT, ENTRIES, CHUNK>(row_offsets, col_indices, values, x, alpha, beta, y,      \
+                                               block_row, block_entry, partials);                        \
+    }
+
 // The SpMV kernels of one scalar type and one offset type O (name suffix SUFFIX).
 #define SPGPU_SPMV_KERNELS(T, O, SUFFIX)                                                                   \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
@@ -628,9 +642,10 @@ typedef unsigned long long u64;
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
         acc_t *__restrict__ partials) {                                                                  \
-        csr_balanced<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,  \
-                           partials);                                                                    \
+        csr_balanced<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK>(                   \
+            row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry, partials);        \
     }                                                                                                    \
+    SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, 512, 2048, 2048, 4)                                          \
     extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
         spmv_csr_hot_##T##SUFFIX(                                                                        \
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \

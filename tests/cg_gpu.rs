@@ -451,3 +451,29 @@ fn cg_with_hot_columns_matches_the_balanced_kernel() {
     assert_eq!(reports[0].0, reports[1].0, "iterations without and with hot columns");
     assert_eq!(reports[0].1, reports[1].1, "solutions without and with hot columns");
 }
+
+/// CG through the balanced kernel with row blocks of 512 threads (the shape the plan gives
+/// matrices whose columns lie near the diagonal) converges as with the default blocks: the
+/// row sums are grouped differently, so the iterates may differ in the last bits, not more.
+#[test]
+fn cg_with_larger_row_blocks_converges() {
+    use spgpu::gpu::KernelChoice;
+    let Some(ctx) = gpu("cg_with_larger_row_blocks_converges") else { return };
+    let a = gen::from_spec::<f64>("graphlap:web:20000").unwrap();
+    let b = rhs_of_ones(&a);
+    let device = Device::new(ctx).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+    let mut iterations = Vec::new();
+    for choice in [KernelChoice::BalancedThreads(256), KernelChoice::BalancedThreads(512)] {
+        let d_a = DeviceCsr::upload_with(ctx, &a, choice).unwrap();
+        assert!(d_a.plan().explain().contains(&format!("{} threads", choice.row_shape().unwrap().threads)));
+        let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+        let params = CgParams { rtol: 1e-10, ..CgParams::default() };
+        let report = cg(&device, &d_a, &d_b, &mut d_x, &params).unwrap();
+        assert_eq!(report.stop_reason, StopReason::Converged, "{choice}");
+        let x = d_x.to_vec().unwrap();
+        assert!(true_relative_residual(&a, &x, &b) <= 1e-10, "{choice}");
+        iterations.push(report.iterations);
+    }
+    assert!(iterations[0].abs_diff(iterations[1]) <= 2, "iterations {iterations:?}");
+}

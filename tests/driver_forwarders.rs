@@ -27,6 +27,18 @@ fn crate_root() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
 }
 
+/// The host's target triple, from `rustc -vV` (`$RUSTC`, else `rustc`).
+fn host_triple() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(&rustc).arg("-vV").output().unwrap_or_else(|e| panic!("running {rustc:?} -vV: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_else(|| panic!("no host line in rustc -vV: {text}"))
+        .trim()
+        .to_string()
+}
+
 /// cust_raw's version and the path of its `src/cuda.rs`, from `cargo metadata`; `None` (with
 /// a printed line) when the test does not run under cargo (a staged executable on a GPU host).
 fn cust_raw_bindings() -> Option<(String, PathBuf)> {
@@ -34,8 +46,11 @@ fn cust_raw_bindings() -> Option<(String, PathBuf)> {
         println!("skipped: not run by cargo (CARGO is not set), so cust_raw's sources cannot be found");
         return None;
     };
+    // Only this platform's packages: a fresh machine's cargo has downloaded no others, and
+    // --offline then fails on the first of them (anstyle-wincon, a Windows-only dependency).
+    let host = host_triple();
     let out = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
         .current_dir(crate_root())
         .output()
         .unwrap_or_else(|e| panic!("running {cargo:?} metadata: {e}"));

@@ -9,6 +9,7 @@ use common::{check_spmv as check, gpu, matrices_dir, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use spgpu::gpu::balance::RowShape;
 use spgpu::gpu::hot::{HotChoice, HotColumns};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
@@ -129,7 +130,8 @@ impl<T: Scalar> Uploaded<T> {
 }
 
 /// Every kernel choice (`auto` and each forced kernel), ELL when its padding stays within the
-/// default limit, plus a `DeviceEll` uploaded directly.
+/// default limit, the balanced kernel with each other shape of row blocks, plus a
+/// `DeviceEll` uploaded directly.
 fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, Uploaded<T>)> {
     let mut out = Vec::new();
     let mut choices = vec![KernelChoice::Auto];
@@ -141,6 +143,11 @@ fn uploads<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>) -> Vec<(String, U
             Err(Error::InvalidArgument(e)) if choice == KernelChoice::Sell => println!("  (SELL skipped: {e})"),
             Err(e) => panic!("upload with {choice}: {e}"),
         }
+    }
+    for shape in RowShape::ALL.into_iter().filter(|&s| s != RowShape::DEFAULT) {
+        let d = DeviceCsr::upload_with(ctx, a, KernelChoice::BalancedThreads(shape.threads as u32))
+            .expect("upload balanced");
+        out.push((format!("balanced, {} threads per block", shape.threads), Uploaded::Csr(d)));
     }
     if let Ok(e) = EllMatrix::try_from_csr_with_limit(a, 4 << 20) {
         out.push(("DeviceEll".to_string(), Uploaded::Ell(DeviceEll::upload(ctx, &e).expect("upload ELL"))));
@@ -440,9 +447,17 @@ fn balanced_and_sell_on_small_matrices() {
     lengths[400] = 2049; // two chunks
     lengths[401] = 700; // a row past SELL's LONG_ROW, within one balanced block
     lengths[402] = 1500; // one balanced chunk block that writes y itself
+    lengths[403] = 4000; // two chunks
     let a = lengths_csr(&lengths, 6000, 15);
-    for choice in [KernelChoice::Balanced, KernelChoice::Sell] {
-        let d = DeviceCsr::upload_with(ctx, &a, choice).unwrap();
+    let mut uploads: Vec<(String, DeviceCsr<f64>)> = [KernelChoice::Balanced, KernelChoice::Sell]
+        .into_iter()
+        .map(|c| (c.to_string(), DeviceCsr::upload_with(ctx, &a, c).unwrap()))
+        .collect();
+    for shape in RowShape::ALL.into_iter().filter(|&s| s != RowShape::DEFAULT) {
+        let d = DeviceCsr::upload_with(ctx, &a, KernelChoice::BalancedThreads(shape.threads as u32)).unwrap();
+        uploads.push((format!("balanced, {} threads per block", shape.threads), d));
+    }
+    for (choice, d) in &uploads {
         for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0), (0.0, 1.0)] {
             let x = random_vec::<f64>(&mut rng, a.ncols());
             let y0 = if beta == 0.0 { vec![f64::NAN; a.nrows()] } else { random_vec(&mut rng, a.nrows()) };
@@ -486,28 +501,45 @@ fn offsets_past_2_to_the_32<T: Scalar>(test: &str) {
                 };
                 let wide = DeviceCsr::upload_with_entry_base(ctx, &a, choice, base).unwrap();
                 let what = format!("{name}, {choice} ({}), base {base}", wide.plan().kernel());
-                assert!(!narrow.offsets_are_64_bit() && wide.offsets_are_64_bit(), "{what}");
-                assert_eq!(wide.plan().kernel(), narrow.plan().kernel(), "{what}");
-                assert_eq!(wide.download().unwrap(), a, "{what}: download");
-                for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_f64(-2.5), T::ONE)] {
-                    let x = random_vec::<T>(&mut rng, a.ncols());
-                    let y0: Vec<T> = if beta == T::ZERO {
-                        vec![T::from_f64(f64::NAN); a.nrows()]
-                    } else {
-                        random_vec(&mut rng, a.nrows())
-                    };
-                    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
-                    let mut y_narrow = DeviceVector::from_slice(ctx, &y0).unwrap();
-                    let mut y_wide = DeviceVector::from_slice(ctx, &y0).unwrap();
-                    narrow.spmv(alpha, &d_x, beta, &mut y_narrow).unwrap();
-                    wide.spmv(alpha, &d_x, beta, &mut y_wide).unwrap();
-                    let got = y_wide.to_vec().unwrap();
-                    check(&what, &a, alpha, &x, beta, &y0, &got);
-                    let same = got
-                        .iter()
-                        .zip(y_narrow.to_vec().unwrap())
-                        .all(|(g, n)| g.to_f64().to_bits() == n.to_f64().to_bits());
-                    assert!(same, "{what}: the 64-bit kernel differs from the 32-bit one");
+                let mut pairs = vec![(what, narrow, wide)];
+                if choice == KernelChoice::Balanced {
+                    for shape in RowShape::ALL.into_iter().filter(|&s| s != RowShape::DEFAULT) {
+                        let n = DeviceCsr::upload_with(ctx, &a, KernelChoice::BalancedThreads(shape.threads as u32))
+                            .unwrap();
+                        let w = DeviceCsr::upload_with_entry_base(
+                            ctx,
+                            &a,
+                            KernelChoice::BalancedThreads(shape.threads as u32),
+                            base,
+                        )
+                        .unwrap();
+                        pairs.push((format!("{name}, balanced of {} threads, base {base}", shape.threads), n, w));
+                    }
+                }
+                for (what, narrow, wide) in pairs {
+                    assert!(!narrow.offsets_are_64_bit() && wide.offsets_are_64_bit(), "{what}");
+                    assert_eq!(wide.plan().kernel(), narrow.plan().kernel(), "{what}");
+                    assert_eq!(wide.download().unwrap(), a, "{what}: download");
+                    for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_f64(-2.5), T::ONE)] {
+                        let x = random_vec::<T>(&mut rng, a.ncols());
+                        let y0: Vec<T> = if beta == T::ZERO {
+                            vec![T::from_f64(f64::NAN); a.nrows()]
+                        } else {
+                            random_vec(&mut rng, a.nrows())
+                        };
+                        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                        let mut y_narrow = DeviceVector::from_slice(ctx, &y0).unwrap();
+                        let mut y_wide = DeviceVector::from_slice(ctx, &y0).unwrap();
+                        narrow.spmv(alpha, &d_x, beta, &mut y_narrow).unwrap();
+                        wide.spmv(alpha, &d_x, beta, &mut y_wide).unwrap();
+                        let got = y_wide.to_vec().unwrap();
+                        check(&what, &a, alpha, &x, beta, &y0, &got);
+                        let same = got
+                            .iter()
+                            .zip(y_narrow.to_vec().unwrap())
+                            .all(|(g, n)| g.to_f64().to_bits() == n.to_f64().to_bits());
+                        assert!(same, "{what}: the 64-bit kernel differs from the 32-bit one");
+                    }
                 }
             }
         }
@@ -693,19 +725,28 @@ fn long_rows_with_nan_and_infinities<T: Scalar>(test: &str, nan: T) {
         (KernelChoice::Balanced, HotChoice::Force(64)),
         (KernelChoice::Sell, HotChoice::Off),
     ] {
-        let d = DeviceCsr::upload_with_hot(ctx, &a, choice, hot, 0).unwrap();
-        for call in 0..2 {
-            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); nrows]).unwrap();
-            d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
-            let got = d_y.to_vec().unwrap();
-            for i in 0..nrows {
-                let (g, w) = (got[i].to_f64(), want[i].to_f64());
-                let same = if w.is_finite() {
-                    (g - w).abs() <= 1e-5 * w.abs().max(1.0)
-                } else {
-                    g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())
-                };
-                assert!(same, "{choice} ({hot:?}), {}, call {call}: y[{i}] = {g}, reference {w}", T::NAME);
+        let mut uploads =
+            vec![(format!("{choice} ({hot:?})"), DeviceCsr::upload_with_hot(ctx, &a, choice, hot, 0).unwrap())];
+        if choice == KernelChoice::Balanced && hot == HotChoice::Off {
+            for shape in RowShape::ALL.into_iter().filter(|&s| s != RowShape::DEFAULT) {
+                let d = DeviceCsr::upload_with(ctx, &a, KernelChoice::BalancedThreads(shape.threads as u32)).unwrap();
+                uploads.push((format!("balanced of {} threads", shape.threads), d));
+            }
+        }
+        for (what, d) in &uploads {
+            for call in 0..2 {
+                let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); nrows]).unwrap();
+                d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+                let got = d_y.to_vec().unwrap();
+                for i in 0..nrows {
+                    let (g, w) = (got[i].to_f64(), want[i].to_f64());
+                    let same = if w.is_finite() {
+                        (g - w).abs() <= 1e-5 * w.abs().max(1.0)
+                    } else {
+                        g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())
+                    };
+                    assert!(same, "{what}, {}, call {call}: y[{i}] = {g}, reference {w}", T::NAME);
+                }
             }
         }
     }

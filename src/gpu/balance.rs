@@ -25,6 +25,19 @@
 //! sum is taken in a fixed order: results repeat bit for bit, with no floating-point
 //! atomics and nothing kept from one call to the next.
 //!
+//! Blocks have one of two shapes ([`RowShape`]): 256 threads, 1024 entries per stream block
+//! and chunks of 2048 ([`RowShape::DEFAULT`]), or 512 threads and 2048 entries
+//! ([`RowShape::T512`]) for matrices whose columns lie near the diagonal
+//! ([`choose_shape`]): a larger block's rows read more of the same entries of `x`, which the
+//! L1 then serves. On the H200 (f32 / f64, `spgpu spmv`, 2026-11-26) the larger blocks took
+//! `web:4000000` from 289.2 to 284.0 µs / 350.9 to 341.5, `web:3000000:11` 218.6 -> 214.2 /
+//! 254.2 -> 248.6 and `web:2000000:5` 147.4 -> 144.1 / 170.5 -> 166.5 (42-43% of their entries
+//! within 2048 columns of the diagonal), left `powerlaw:1000000` unchanged (101.6 / 108.8,
+//! 0.1%), and lost on sparse R-MAT graphs (`rmat:22:8:7` without hot columns 252.4 -> 275.1 /
+//! 286.3 -> 300.8), whose short rows of very different lengths make more warps wait for the
+//! slowest. Blocks of 1024 threads and 4096 entries were slower on all of them (web 305.5 /
+//! 354.7, `powerlaw:4000000` f32 401.3 -> 450.4).
+//!
 //! Blocks are described by two arrays of `nblocks + 1` entries: `block_row[b]` (the first
 //! row of block `b`, with [`LONG_FLAG`] set for a chunk block) and `block_entry[b]` (the first
 //! entry of block `b`); block `b` covers entries `block_entry[b]..block_entry[b + 1]` and, for a
@@ -38,7 +51,8 @@ pub const BLOCK_THREADS: usize = 256;
 
 /// Entries per block (`SPGPU_BALANCED_ENTRIES` in `ptx/spmv.cu`): the products of a stream
 /// block are kept in shared memory as `f64`, 8 KiB per block. 1024 beat 2048, 512 and 256 on
-/// the H200 (graphs with random columns gather `x` through an L1 that shared memory shares).
+/// the H200 with 256 threads (graphs with random columns gather `x` through an L1 that shared
+/// memory shares); [`RowShape::T512`] doubles threads and entries together.
 pub const BLOCK_ENTRIES: usize = 1024;
 
 /// Entries per chunk of a row longer than [`BLOCK_ENTRIES`] (`SPGPU_BALANCED_CHUNK` in
@@ -52,6 +66,117 @@ pub const CHUNK_ENTRIES: usize = 2048;
 /// web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks matter more than
 /// a long row's wait.
 pub const MAX_STEPS: usize = 128;
+
+/// The shape of a matrix's row blocks: the threads of a block, the entries of a stream
+/// block, and the entries of a chunk. [`RowShape::DEFAULT`] is the constants above; the
+/// kernel of each shape is compiled apart (`spmv_csr_balanced<threads>_<scalar>` in
+/// `ptx/spmv.cu` for the others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowShape {
+    /// Threads per block (at most 32 per row; a multiple of 32).
+    pub threads: usize,
+    /// Entries per stream block: 4 per thread, their products in shared memory as `f64`.
+    pub entries: usize,
+    /// Entries per chunk of a row longer than a stream block.
+    pub chunk: usize,
+}
+
+impl RowShape {
+    /// Blocks of [`BLOCK_THREADS`] threads and [`BLOCK_ENTRIES`] entries, chunks of
+    /// [`CHUNK_ENTRIES`].
+    pub const DEFAULT: RowShape = RowShape { threads: BLOCK_THREADS, entries: BLOCK_ENTRIES, chunk: CHUNK_ENTRIES };
+    /// Blocks of 512 threads and 2048 entries, chunks of 2048: for matrices whose columns
+    /// lie near the diagonal ([`LOCAL_MIN_SHARE`]).
+    pub const T512: RowShape = RowShape { threads: 512, entries: 2048, chunk: 2048 };
+    /// Every shape the kernels are compiled for.
+    pub const ALL: [RowShape; 2] = [RowShape::DEFAULT, RowShape::T512];
+
+    /// The compiled shape with this many threads per block.
+    pub fn with_threads(threads: usize) -> Option<RowShape> {
+        RowShape::ALL.into_iter().find(|s| s.threads == threads)
+    }
+
+    /// Threads that sum one row in a stream block of `rows` rows: the largest power of two
+    /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles).
+    /// The kernel computes the same from the row count.
+    pub fn threads_per_row(self, rows: usize) -> usize {
+        let t = self.threads / rows.max(1);
+        if t == 0 {
+            1
+        } else {
+            (1usize << (usize::BITS - 1 - t.leading_zeros())).min(32)
+        }
+    }
+}
+
+/// Entries within this many columns of their row are **near the diagonal**
+/// ([`near_diagonal_share`]).
+pub const NEAR_WINDOW: u64 = 2048;
+
+/// Rows sampled by [`near_diagonal_share`] (evenly spaced; every row of a smaller matrix).
+pub const NEAR_SAMPLE_ROWS: usize = 1 << 16;
+
+/// The share of a CSR matrix's entries whose column lies within [`NEAR_WINDOW`] of their row,
+/// estimated from [`NEAR_SAMPLE_ROWS`] evenly spaced rows (exact for smaller matrices); 0
+/// without entries.
+///
+/// ```
+/// use spgpu::gpu::balance::near_diagonal_share;
+/// // row 0: columns 1 and 5000; row 1: column 0
+/// assert_eq!(near_diagonal_share(&[0, 2, 3], &[1, 5000, 0]), 2.0 / 3.0);
+/// ```
+pub fn near_diagonal_share(row_offsets: &[u64], col_indices: &[u32]) -> f64 {
+    let nrows = row_offsets.len().saturating_sub(1);
+    let step = nrows.div_ceil(NEAR_SAMPLE_ROWS).max(1);
+    let (mut near, mut all) = (0u64, 0u64);
+    for r in (0..nrows).step_by(step) {
+        let cols = &col_indices[row_offsets[r] as usize..row_offsets[r + 1] as usize];
+        near += cols.iter().filter(|&&c| (c as u64).abs_diff(r as u64) <= NEAR_WINDOW).count() as u64;
+        all += cols.len() as u64;
+    }
+    if all == 0 {
+        0.0
+    } else {
+        near as f64 / all as f64
+    }
+}
+
+/// The auto plan cuts a matrix of more than [`SpmvPlan::SMALL_NNZ`](super::SpmvPlan::SMALL_NNZ)
+/// entries into blocks of [`RowShape::T512`] when at least this share of its entries is near
+/// the diagonal ([`near_diagonal_share`]), and into [`RowShape::DEFAULT`] blocks otherwise.
+pub const LOCAL_MIN_SHARE: f64 = 0.25;
+
+/// Set to 256 or 512 to cut the balanced kernel's rows into blocks of that many
+/// threads ([`RowShape::with_threads`]) whatever [`LOCAL_MIN_SHARE`] says, to compare (the
+/// hot-column kernel keeps its own).
+pub const BALANCED_THREADS_ENV: &str = "SPGPU_BALANCED_THREADS";
+
+/// The shape of the row blocks of a matrix that runs the balanced kernel without hot
+/// columns, and why (for [`SpmvPlan::explain`](super::SpmvPlan::explain)): `forced` if
+/// given, else the one [`BALANCED_THREADS_ENV`] names, else the rule of [`LOCAL_MIN_SHARE`].
+pub fn choose_shape(row_offsets: &[u64], col_indices: &[u32], forced: Option<RowShape>) -> (RowShape, String) {
+    let describe = |s: RowShape| format!("{} threads, {} entries", s.threads, s.entries);
+    if let Some(s) = forced {
+        return (s, format!("{} (forced)", describe(s)));
+    }
+    let env = std::env::var(BALANCED_THREADS_ENV).ok().and_then(|v| v.trim().parse().ok());
+    if let Some(s) = env.and_then(RowShape::with_threads) {
+        return (s, format!("{} ({BALANCED_THREADS_ENV})", describe(s)));
+    }
+    let nnz = col_indices.len();
+    if nnz <= super::SpmvPlan::SMALL_NNZ {
+        return (RowShape::DEFAULT, format!("{} (a small matrix)", describe(RowShape::DEFAULT)));
+    }
+    let share = near_diagonal_share(row_offsets, col_indices);
+    let (shape, cmp) = if share >= LOCAL_MIN_SHARE { (RowShape::T512, ">=") } else { (RowShape::DEFAULT, "<") };
+    let why = format!(
+        "{}: {:.1}% of the entries within {NEAR_WINDOW} columns of the diagonal ({cmp} {:.0}%)",
+        describe(shape),
+        100.0 * share,
+        100.0 * LOCAL_MIN_SHARE
+    );
+    (shape, why)
+}
 
 /// Marks the row of a chunk block (a piece of a long row) in `block_row`.
 pub const LONG_FLAG: u32 = 1 << 31;
@@ -72,12 +197,7 @@ const PIECE_ROWS: usize = 1 << 16;
 /// assert_eq!(threads_per_row(256), 1);
 /// ```
 pub fn threads_per_row(rows: usize) -> usize {
-    let t = BLOCK_THREADS / rows.max(1);
-    if t == 0 {
-        1
-    } else {
-        (1usize << (usize::BITS - 1 - t.leading_zeros())).min(32)
-    }
+    RowShape::DEFAULT.threads_per_row(rows)
 }
 
 /// The row blocks of a matrix (see the module docs).
@@ -91,6 +211,8 @@ pub struct RowBlocks {
     /// `[row, first chunk block, chunk count]` of each row of more than one chunk, in row
     /// order.
     pub long_rows: Vec<[u32; 3]>,
+    /// The shape the blocks were cut to.
+    pub shape: RowShape,
 }
 
 impl RowBlocks {
@@ -108,16 +230,30 @@ impl RowBlocks {
     /// assert_eq!(b.long_rows, vec![[2, 1, 3]]);
     /// ```
     pub fn new(row_offsets: &[u64]) -> RowBlocks {
+        Self::with_shape(row_offsets, RowShape::DEFAULT)
+    }
+
+    /// [`new`](RowBlocks::new) with blocks of another shape.
+    ///
+    /// ```
+    /// use spgpu::gpu::balance::{RowBlocks, RowShape};
+    /// // 600 rows of 3 entries: 1024-entry blocks of at most 256 rows, or one block of 2048
+    /// let off: Vec<u64> = (0..=600).map(|r| 3 * r).collect();
+    /// assert_eq!(RowBlocks::new(&off).nblocks(), 3);
+    /// assert_eq!(RowBlocks::with_shape(&off, RowShape::T512).nblocks(), 2);
+    /// ```
+    pub fn with_shape(row_offsets: &[u64], shape: RowShape) -> RowBlocks {
         let nrows = row_offsets.len().saturating_sub(1);
         let pieces: Vec<RowBlocks> = (0..nrows.div_ceil(PIECE_ROWS))
             .into_par_iter()
-            .map(|p| Self::piece(row_offsets, p * PIECE_ROWS, ((p + 1) * PIECE_ROWS).min(nrows)))
+            .map(|p| Self::piece(row_offsets, p * PIECE_ROWS, ((p + 1) * PIECE_ROWS).min(nrows), shape))
             .collect();
         let nblocks: usize = pieces.iter().map(|p| p.block_row.len()).sum();
         let mut out = RowBlocks {
             block_row: Vec::with_capacity(nblocks + 1),
             block_entry: Vec::with_capacity(nblocks + 1),
             long_rows: Vec::new(),
+            shape,
         };
         for p in pieces {
             let base = out.block_row.len() as u32;
@@ -131,19 +267,19 @@ impl RowBlocks {
     }
 
     /// The blocks of rows `lo..hi`, without the closing sentinel.
-    fn piece(off: &[u64], lo: usize, hi: usize) -> RowBlocks {
-        let mut b = RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new() };
+    fn piece(off: &[u64], lo: usize, hi: usize, shape: RowShape) -> RowBlocks {
+        let mut b = RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new(), shape };
         let len = |r: usize| (off[r + 1] - off[r]) as usize;
         let mut r = lo;
         while r < hi {
-            if len(r) > BLOCK_ENTRIES {
-                let chunks = len(r).div_ceil(CHUNK_ENTRIES);
+            if len(r) > shape.entries {
+                let chunks = len(r).div_ceil(shape.chunk);
                 if chunks > 1 {
                     b.long_rows.push([r as u32, b.block_row.len() as u32, chunks as u32]);
                 }
                 for k in 0..chunks {
                     b.block_row.push(r as u32 | LONG_FLAG);
-                    b.block_entry.push(off[r] + (k * CHUNK_ENTRIES) as u64);
+                    b.block_entry.push(off[r] + (k * shape.chunk) as u64);
                 }
                 r += 1;
                 continue;
@@ -152,15 +288,15 @@ impl RowBlocks {
             let (mut entries, mut longest) = (0usize, 0usize);
             while r < hi {
                 let l = len(r);
-                if l > BLOCK_ENTRIES {
+                if l > shape.entries {
                     break;
                 }
                 let rows = r - start + 1;
                 let m = longest.max(l);
                 if r > start
-                    && (entries + l > BLOCK_ENTRIES
-                        || rows > BLOCK_THREADS
-                        || m.div_ceil(threads_per_row(rows)) > MAX_STEPS)
+                    && (entries + l > shape.entries
+                        || rows > shape.threads
+                        || m.div_ceil(shape.threads_per_row(rows)) > MAX_STEPS)
                 {
                     break;
                 }
@@ -211,10 +347,19 @@ mod tests {
         o
     }
 
-    /// Checks every invariant the kernel relies on.
+    /// Checks every invariant the kernel relies on, for every shape; returns the default
+    /// shape's blocks.
     fn check(lengths: &[usize]) -> RowBlocks {
+        for shape in RowShape::ALL {
+            check_shape(lengths, shape);
+        }
+        check_shape(lengths, RowShape::DEFAULT)
+    }
+
+    fn check_shape(lengths: &[usize], shape: RowShape) -> RowBlocks {
         let off = offsets(lengths);
-        let b = RowBlocks::new(&off);
+        let b = RowBlocks::with_shape(&off, shape);
+        assert_eq!(b.shape, shape);
         let n = b.nblocks();
         assert_eq!(b.block_row.len(), n + 1);
         assert_eq!(b.block_entry.len(), n + 1);
@@ -224,10 +369,10 @@ mod tests {
         let mut long_seen = Vec::new();
         for k in 0..n {
             let (e0, e1) = (b.block_entry[k] as usize, b.block_entry[k + 1] as usize);
-            assert!(e0 <= e1 && e1 - e0 <= CHUNK_ENTRIES, "block {k}: entries {e0}..{e1}");
+            assert!(e0 <= e1 && e1 - e0 <= shape.chunk.max(shape.entries), "block {k}: entries {e0}..{e1}");
             if b.block_row[k] & LONG_FLAG != 0 {
                 let r = (b.block_row[k] & !LONG_FLAG) as usize;
-                assert!(lengths[r] > BLOCK_ENTRIES && e1 - e0 <= CHUNK_ENTRIES);
+                assert!(lengths[r] > shape.entries && e1 - e0 <= shape.chunk);
                 assert!(e0 >= off[r] as usize && e1 <= off[r + 1] as usize && e1 > e0);
                 if long_seen.last() != Some(&r) {
                     long_seen.push(r);
@@ -237,12 +382,12 @@ mod tests {
             } else {
                 let r0 = b.block_row[k] as usize;
                 let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
-                assert!(r1 > r0 && r1 - r0 <= BLOCK_THREADS, "block {k}: rows {r0}..{r1}");
-                assert!(e1 - e0 <= BLOCK_ENTRIES, "stream block {k}: entries {e0}..{e1}");
+                assert!(r1 > r0 && r1 - r0 <= shape.threads, "block {k}: rows {r0}..{r1}");
+                assert!(e1 - e0 <= shape.entries, "stream block {k}: entries {e0}..{e1}");
                 assert_eq!((e0, e1), (off[r0] as usize, off[r1] as usize));
-                let t = threads_per_row(r1 - r0);
+                let t = shape.threads_per_row(r1 - r0);
                 for r in r0..r1 {
-                    assert!(lengths[r] <= BLOCK_ENTRIES);
+                    assert!(lengths[r] <= shape.entries);
                     assert!(r1 - r0 == 1 || lengths[r].div_ceil(t) <= MAX_STEPS);
                     covered[r] += lengths[r].max(1);
                 }
@@ -252,10 +397,10 @@ mod tests {
             assert_eq!(covered[r], l.max(1), "row {r} of {l} entries covered once");
         }
         let listed: Vec<usize> = b.long_rows.iter().map(|l| l[0] as usize).collect();
-        let multi: Vec<usize> = long_seen.into_iter().filter(|&r| lengths[r] > CHUNK_ENTRIES).collect();
+        let multi: Vec<usize> = long_seen.into_iter().filter(|&r| lengths[r] > shape.chunk).collect();
         assert_eq!(listed, multi, "rows of more than one chunk are listed, to be completed in order");
         for &[r, first, count] in &b.long_rows {
-            assert_eq!(count as usize, lengths[r as usize].div_ceil(CHUNK_ENTRIES));
+            assert_eq!(count as usize, lengths[r as usize].div_ceil(shape.chunk));
             for k in first..first + count {
                 assert_eq!(b.block_row[k as usize], r | LONG_FLAG);
             }
@@ -333,6 +478,26 @@ mod tests {
         assert_eq!(s.long_rows, b.long_rows);
         assert!(s.block_entry.iter().zip(&b.block_entry).all(|(&x, &y)| x == y + base));
         assert!(s.block_entry.iter().all(|&e| e > u32::MAX as u64));
+    }
+
+    #[test]
+    fn larger_blocks_for_columns_near_the_diagonal_of_large_matrices() {
+        // 900,000 rows of 5 entries (4.5M, past SMALL_NNZ): near the diagonal, or far from it
+        let nrows = 900_000usize;
+        let off: Vec<u64> = (0..=nrows as u64).map(|r| 5 * r).collect();
+        let near: Vec<u32> = (0..nrows).flat_map(|r| (0..5).map(move |k| (r + k * 400) as u32)).collect();
+        let far: Vec<u32> =
+            (0..nrows).flat_map(|r| (0..5).map(move |k| ((r * 7919 + k * 100_003) % nrows) as u32)).collect();
+        assert_eq!(near_diagonal_share(&off, &near), 1.0);
+        assert!(near_diagonal_share(&off, &far) < 0.01);
+        let (shape, why) = choose_shape(&off, &near, None);
+        assert_eq!(shape, RowShape::T512, "{why}");
+        assert!(why.contains("100.0% of the entries within 2048 columns"), "{why}");
+        assert_eq!(choose_shape(&off, &far, None).0, RowShape::DEFAULT);
+        // a forced shape wins; a small matrix keeps the default
+        assert_eq!(choose_shape(&off, &far, Some(RowShape::T512)).0, RowShape::T512);
+        let small = &off[..1001];
+        assert_eq!(choose_shape(small, &near[..5000], None).0, RowShape::DEFAULT);
     }
 
     proptest! {

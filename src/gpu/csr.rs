@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use cust::memory::DevicePointer;
 
-use super::balance::RowBlocks;
+use super::balance::{choose_shape, RowBlocks, RowShape};
 use super::hot::{plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
 use super::narrow::{self, SlotCols};
@@ -236,6 +236,8 @@ pub(crate) struct Balanced {
     /// the chunk blocks and read by the block of their row's last chunk, which sets them
     /// back to "no sum" (0xff bytes) for the next call.
     pub(crate) partials: Option<DeviceMemory<f64>>,
+    /// The shape the rows were cut to (which kernel runs them).
+    pub(crate) shape: RowShape,
     bytes: usize,
 }
 
@@ -251,7 +253,14 @@ impl Balanced {
             0 => None,
             n => Some(DeviceMemory::filled(ctx, n, 0xff, "the balanced kernel's chunk sums")?),
         };
-        Ok(Balanced { nblocks: blocks.nblocks(), block_row, block_entry, partials, bytes: blocks.device_bytes(wide) })
+        Ok(Balanced {
+            nblocks: blocks.nblocks(),
+            block_row,
+            block_entry,
+            partials,
+            shape: blocks.shape,
+            bytes: blocks.device_bytes(wide),
+        })
     }
 }
 
@@ -339,6 +348,9 @@ impl<T: Scalar> DeviceCsr<T> {
         base: u64,
         hot_choice: HotChoice,
     ) -> Result<Self> {
+        // a forced shape of row blocks runs the balanced kernel without hot columns
+        let forced_shape = choice.row_shape();
+        let hot_choice = if forced_shape.is_some() { HotChoice::Off } else { hot_choice };
         let started = Instant::now();
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
@@ -363,7 +375,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
             }
         }
-        let blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
+        let mut blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
         let hot = match &blocks {
             Some(_) => plan_hot::<T>(ctx, a.nnz(), wide, hot_choice)?,
             None => None,
@@ -444,6 +456,16 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
                 None => None,
             };
+            if let (None, Some(b)) = (&hot, blocks.as_mut()) {
+                // without hot columns, blocks of the shape the matrix's columns suit
+                let shaping = Instant::now();
+                let (shape, why) = choose_shape(a.row_offsets(), a.col_indices(), forced_shape);
+                if shape != b.shape {
+                    *b = RowBlocks::with_shape(a.row_offsets(), shape);
+                }
+                preprocessing += shaping.elapsed();
+                plan.set_blocks(shape, why);
+            }
             Storage::Csr {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
                 col_indices,
@@ -549,36 +571,57 @@ impl<T: Scalar> DeviceCsr<T> {
                      to run the {k} kernel"
                 )))
             }
-            (Storage::Csr { row_offsets, balanced, .. }, SpmvKernel::Balanced) => {
-                if balanced.is_none() {
+            (Storage::Csr { row_offsets, col_indices, balanced, hot, .. }, SpmvKernel::Balanced) => {
+                let forced = choice.row_shape();
+                if forced.is_some() {
+                    // a forced shape runs without hot columns
+                    Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
+                }
+                let stale = match (balanced.as_deref(), forced) {
+                    (None, _) => true,
+                    (Some(b), Some(s)) => b.shape != s,
+                    (Some(_), None) => false,
+                };
+                if stale {
                     self.ctx.synchronize()?;
                     let base = self.entry_base;
                     let offsets = row_offsets.download(self.nrows + 1, base, "CSR row offsets")?;
-                    let blocks = RowBlocks::new(&offsets);
+                    let blocks = RowBlocks::with_shape(&offsets, forced.unwrap_or(RowShape::DEFAULT));
                     *balanced = Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?));
                 }
             }
             (Storage::Csr { col_indices, hot, .. }, _) => {
                 // the other CSR kernels read plain columns
-                if let Some(h) = hot.take() {
-                    // SAFETY: the column array holds nnz flagged columns (nnz > 0: a matrix
-                    // with hot columns has entries), each flagged slot below h.len; the
-                    // stream orders the kernel before every later use of the columns.
-                    unsafe {
-                        kernels::spmv::unflag_hot(
-                            self.ctx,
-                            ptr_of(col_indices.as_ref()).as_raw(),
-                            h.columns.as_device_ptr().as_raw(),
-                            self.nnz,
-                        )?
-                    };
-                    self.ctx.synchronize()?;
-                }
+                Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
             }
         }
         self.plan = plan;
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         self.note_hot();
+        Ok(())
+    }
+
+    /// Turns hot-column storage back into plain columns and drops the hot columns, if any.
+    fn unflag(
+        ctx: &Context,
+        col_indices: &Option<DeviceMemory<u32>>,
+        hot: &mut Option<Box<DeviceHot<T>>>,
+        nnz: usize,
+    ) -> Result<()> {
+        if let Some(h) = hot.take() {
+            // SAFETY: the column array holds nnz flagged columns (nnz > 0: a matrix with hot
+            // columns has entries), each flagged slot below h.len; the stream orders the
+            // kernel before every later use of the columns.
+            unsafe {
+                kernels::spmv::unflag_hot(
+                    ctx,
+                    ptr_of(col_indices.as_ref()).as_raw(),
+                    h.columns.as_device_ptr().as_raw(),
+                    nnz,
+                )?
+            };
+            ctx.synchronize()?;
+        }
         Ok(())
     }
 

@@ -44,12 +44,15 @@ impl fmt::Display for SpmvKernel {
 /// What a user asks for: the heuristic, or a kernel forced by name.
 ///
 /// Parses from `auto`, `scalar`, `vector` (threads per row by the heuristic's rule),
-/// `vector:N` (N in 2, 4, 8, 16, 32) and `ell`.
+/// `vector:N` (N in 2, 4, 8, 16, 32), `balanced`, `balanced:N` (N threads per row block: 256
+/// or 512), `sell` and `ell`.
 ///
 /// ```
 /// use spgpu::gpu::KernelChoice;
 /// assert_eq!("vector:8".parse::<KernelChoice>()?, KernelChoice::VectorTpr(8));
+/// assert_eq!("balanced:512".parse::<KernelChoice>()?, KernelChoice::BalancedThreads(512));
 /// assert!("vector:3".parse::<KernelChoice>().is_err());
+/// assert!("balanced:300".parse::<KernelChoice>().is_err());
 /// # Ok::<(), spgpu::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -69,11 +72,22 @@ pub enum KernelChoice {
     Ell,
     /// The load-balanced CSR kernel.
     Balanced,
+    /// The load-balanced CSR kernel with row blocks of this many threads (256 or 512:
+    /// [`RowShape::ALL`](super::balance::RowShape::ALL)) and no hot columns.
+    BalancedThreads(u32),
     /// Sliced ELLPACK (SELL-C-σ) storage and kernel.
     Sell,
 }
 
 impl KernelChoice {
+    /// The shape of row blocks the choice forces ([`KernelChoice::BalancedThreads`]).
+    pub fn row_shape(self) -> Option<super::balance::RowShape> {
+        match self {
+            KernelChoice::BalancedThreads(n) => super::balance::RowShape::with_threads(n as usize),
+            _ => None,
+        }
+    }
+
     /// Every kernel a user can force on a device of this warp size, in a fixed order:
     /// `scalar`, `vector:N` for each compiled N up to the warp size, `balanced`, `sell`, `ell`.
     pub fn forced(warp_size: u32) -> Vec<KernelChoice> {
@@ -92,7 +106,8 @@ impl FromStr for KernelChoice {
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
             Error::InvalidArgument(format!(
-                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32), balanced, sell or ell"
+                "unknown kernel {s:?}: expected auto, scalar, vector, vector:N (N = 2, 4, 8, 16 or 32), balanced, \
+                 balanced:N (N = 256 or 512), sell or ell"
             ))
         };
         match s {
@@ -102,6 +117,11 @@ impl FromStr for KernelChoice {
             "ell" => Ok(KernelChoice::Ell),
             "balanced" => Ok(KernelChoice::Balanced),
             "sell" => Ok(KernelChoice::Sell),
+            _ if s.starts_with("balanced:") => {
+                let n = s["balanced:".len()..].parse::<usize>().map_err(|_| bad())?;
+                let shape = super::balance::RowShape::with_threads(n).ok_or_else(bad)?;
+                Ok(KernelChoice::BalancedThreads(shape.threads as u32))
+            }
             _ => {
                 let n = s.strip_prefix("vector:").ok_or_else(bad)?.parse::<u32>().map_err(|_| bad())?;
                 if VECTOR_THREADS_PER_ROW.contains(&n) {
@@ -123,6 +143,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::VectorTpr(n) => write!(f, "vector:{n}"),
             KernelChoice::Ell => write!(f, "ell"),
             KernelChoice::Balanced => write!(f, "balanced"),
+            KernelChoice::BalancedThreads(n) => write!(f, "balanced:{n}"),
             KernelChoice::Sell => write!(f, "sell"),
         }
     }
@@ -178,7 +199,13 @@ impl fmt::Display for KernelChoice {
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
 ///    gathers of `x`). When a few columns are read by many rows, the upload also gives it
 ///    **hot columns** (their `x` in shared memory; the rule is in [`super::hot`]):
-///    `rmat:21:16` 264.8 -> 229.5 µs (f64), 1.08x cuSPARSE in the bench run.
+///    `rmat:21:16` 264.8 -> 229.5 µs (f64), 1.08x cuSPARSE in the bench run. Otherwise,
+///    on a matrix of more than [`SpmvPlan::SMALL_NNZ`] entries with at least a quarter of
+///    them within 2048 columns of the diagonal, its row blocks are twice as large
+///    ([`super::balance::choose_shape`]): web-like graphs 2-3% faster (`web:4000000` f64
+///    350.9 -> 341.5 µs). Fitted on `web:4000000` (43% near the diagonal) and the power-law
+///    matrices of `large` (0.1%), checked on `web:3000000:11` (`validate`) and
+///    `web:2000000:5` (`check`), 2026-11-26.
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
@@ -221,6 +248,9 @@ pub struct SpmvPlan {
     hot: Option<String>,
     /// Whether the ELL or SELL slots store 16-bit column offsets ([`super::narrow`]).
     narrow: bool,
+    /// The shape of the balanced kernel's row blocks and why ([`super::balance::choose_shape`]),
+    /// when it runs without hot columns.
+    blocks: Option<(super::balance::RowShape, String)>,
 }
 
 impl SpmvPlan {
@@ -285,6 +315,14 @@ impl SpmvPlan {
                 (SpmvKernel::Vector { threads_per_row: n }, "forced by the user".to_string())
             }
             KernelChoice::Balanced => (SpmvKernel::Balanced, "forced by the user".to_string()),
+            KernelChoice::BalancedThreads(n) => {
+                if super::balance::RowShape::with_threads(n as usize).is_none() {
+                    return Err(Error::InvalidArgument(format!(
+                        "row blocks of {n} threads: the balanced kernel takes 256 or 512"
+                    )));
+                }
+                (SpmvKernel::Balanced, format!("forced by the user, row blocks of {n} threads"))
+            }
             KernelChoice::Sell => (SpmvKernel::Sell, "forced by the user: stored as SELL-C-sigma".to_string()),
             KernelChoice::Ell => (SpmvKernel::Ell, "forced by the user: stored as ELLPACK".to_string()),
         };
@@ -300,6 +338,7 @@ impl SpmvPlan {
             memory: None,
             hot: None,
             narrow: false,
+            blocks: None,
         })
     }
 
@@ -439,6 +478,18 @@ impl SpmvPlan {
         self.hot = Some(note);
     }
 
+    /// Records the shape of the balanced kernel's row blocks and why, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_blocks(&mut self, shape: super::balance::RowShape, why: String) {
+        self.blocks = Some((shape, why));
+    }
+
+    /// The shape of the balanced kernel's row blocks, when the uploaded matrix runs it
+    /// without hot columns ([`super::balance::choose_shape`]).
+    pub fn row_shape(&self) -> Option<super::balance::RowShape> {
+        self.blocks.as_ref().map(|b| b.0)
+    }
+
     /// Records whether the ELL or SELL slots store 16-bit column offsets, for
     /// [`explain`](SpmvPlan::explain).
     pub(crate) fn set_narrow(&mut self, narrow: bool) {
@@ -472,6 +523,7 @@ impl SpmvPlan {
             memory: None,
             hot: None,
             narrow: false,
+            blocks: None,
         }
     }
 
@@ -559,6 +611,9 @@ impl SpmvPlan {
         }
         if let Some(hot) = &self.hot {
             s += &format!("\n  x: {hot}");
+        }
+        if let Some((_, blocks)) = &self.blocks {
+            s += &format!("\n  row blocks: {blocks}");
         }
         if self.narrow {
             s += &format!(

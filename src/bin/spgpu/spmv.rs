@@ -29,8 +29,8 @@ pub struct Args {
     /// stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
     pub matrix: String,
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
-    /// 32), ell; or a comma-separated list of them, each checked and timed in turn on the
-    /// same matrix and x.
+    /// 32), balanced, balanced:N (N = 256 or 512 threads per row block), sell, ell; or a
+    /// comma-separated list of them, each checked and timed in turn on the same matrix and x.
     #[arg(long, default_value = "auto", value_delimiter = ',')]
     pub kernel: Vec<String>,
     /// Element type: f64 or f32.

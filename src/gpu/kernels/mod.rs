@@ -31,6 +31,10 @@ pub enum GpuKernel {
     /// The balanced kernel with the hot entries of `x` in shared memory (`spmv_csr_hot_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedHot,
+    /// The balanced kernel with row blocks of this many threads, one of the other shapes of
+    /// [`RowShape::ALL`](super::balance::RowShape::ALL) (`spmv_csr_balanced<threads>_<T>`,
+    /// with a 64-bit variant; module [`ModuleId::Spmv`]).
+    BalancedShape(u32),
     /// `out[i] = x[idx[i]]` (`gather_<T>`, module [`ModuleId::Spmv`]): the hot entries of `x`.
     Gather,
     /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
@@ -53,6 +57,7 @@ impl GpuKernel {
             | GpuKernel::FillVector
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
+            | GpuKernel::BalancedShape(_)
             | GpuKernel::Gather
             | GpuKernel::UnflagHot
             | GpuKernel::CountColumns
@@ -78,6 +83,12 @@ impl GpuKernel {
             GpuKernel::CountColumns,
             GpuKernel::FlagHot,
         ];
+        all.extend(
+            super::balance::RowShape::ALL
+                .iter()
+                .filter(|&&s| s != super::balance::RowShape::DEFAULT)
+                .map(|s| GpuKernel::BalancedShape(s.threads as u32)),
+        );
         all.extend(
             super::plan::VECTOR_THREADS_PER_ROW
                 .iter()
@@ -120,6 +131,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
+        GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
         GpuKernel::CountColumns => "count_columns".to_string(),
@@ -148,6 +160,17 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
     }
 }
 
+/// The name of the balanced kernel for row blocks of this shape: [`spmv_kernel_name`] of
+/// [`SpmvKernel::Balanced`] for the default shape, [`GpuKernel::BalancedShape`] otherwise
+/// (`_i64` when `wide`).
+pub(crate) fn balanced_kernel_name(shape: super::balance::RowShape, scalar: &str, wide: bool) -> String {
+    if shape == super::balance::RowShape::DEFAULT {
+        spmv_kernel_name(SpmvKernel::Balanced, scalar, wide)
+    } else {
+        kernel_name(GpuKernel::BalancedShape(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
+    }
+}
+
 /// [`spmv_kernel_name`] of the ELL or SELL kernel, or of its variant reading 16-bit column
 /// offsets ([`GpuKernel::Narrow`]) when `narrow`.
 pub(crate) fn slot_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool, narrow: bool) -> String {
@@ -172,7 +195,7 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             if let GpuKernel::Spmv(k) = kernel {
                 names.push((kernel.module(), kernel_name_64(k, scalar)));
             }
-            if matches!(kernel, GpuKernel::BalancedHot | GpuKernel::Narrow(_)) {
+            if matches!(kernel, GpuKernel::BalancedHot | GpuKernel::BalancedShape(_) | GpuKernel::Narrow(_)) {
                 names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
         }
@@ -202,9 +225,11 @@ mod tests {
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.clone()).collect();
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
-        // widths) and its gather, the narrow ELL and SELL kernels (two widths), then widen,
-        // unflag, count and flag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 4 + 4 + 2 * 12);
+        // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
+        // narrow ELL and SELL kernels (two widths), then widen, unflag, count and flag, then
+        // the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 4 + 2 * 12);
+        assert!(unique.contains("spmv_csr_balanced512_f32") && unique.contains("spmv_csr_balanced512_f64_i64"));
         assert!(unique.contains("spmv_ell16_f32") && unique.contains("spmv_sell16_f64_i64"));
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));
         assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));

@@ -2,7 +2,7 @@
 
 use cust::launch;
 
-use super::{blocks, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
+use super::{balanced_kernel_name, blocks, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
 use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::hot::{DeviceHot, HOT_THREADS};
 use crate::gpu::memory::DeviceMemory;
@@ -180,13 +180,15 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let partials = ptr_of(blocks.partials.as_ref());
     match hot {
         None => {
-            let name = spmv_kernel_name(SpmvKernel::Balanced, T::NAME, wide);
+            let name = balanced_kernel_name(blocks.shape, T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
+            let threads = blocks.shape.threads as u32;
             // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
             // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
             // block_row, const O* block_entry, double* partials), O 64-bit exactly for _i64
             // (wide: the offsets and block starts, checked to agree above), launched with one
-            // block of BLOCK threads per row block as it assumes. The arrays are those of a
+            // block of blocks.shape.threads threads per row block, as the kernel of that shape
+            // assumes. The arrays are those of a
             // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
             // its RowBlocks, made from the same row offsets (shifted by the same test-only base
             // as the entry addresses): every block's entries lie in 0..nnz and its rows in
@@ -198,7 +200,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // chunk and chunk count from the row offsets, as RowBlocks cut them). y is borrowed
             // mutably and cannot alias x.
             unsafe {
-                launch!(function<<<nblocks, BLOCK, 0, stream>>>(
+                launch!(function<<<nblocks, threads, 0, stream>>>(
                     offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials
                 ))
             }

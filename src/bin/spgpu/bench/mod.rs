@@ -548,6 +548,9 @@ fn bench_matrix<T: CpuScalar>(
     if auto.plan().hot_columns() {
         info.plan += " + hot columns";
     }
+    if let Some(shape) = auto.plan().row_shape().filter(|&s| s != spgpu::gpu::balance::RowShape::DEFAULT) {
+        info.plan += &format!(" + {}-thread blocks", shape.threads);
+    }
     info.plan_explain = auto.plan().explain();
     let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
