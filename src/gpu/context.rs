@@ -60,8 +60,9 @@ pub struct DeviceInfo {
 #[derive(Debug)]
 pub struct Context {
     // Field order is drop order; the context is never dropped in practice (it lives in a
-    // static), but modules and the stream belong before the context they live in.
+    // static), but modules, buffers and the stream belong before the context they live in.
     modules: Vec<Module>,
+    staging: Option<std::sync::Mutex<super::memory::Staging>>,
     stream: Stream,
     info: DeviceInfo,
     memory_pools: bool,
@@ -222,7 +223,8 @@ impl Context {
             })
             .collect::<Result<Vec<_>>>()?;
         prefer_l1(&modules)?;
-        Ok(Context { modules, stream, info, memory_pools, context })
+        let staging = super::memory::Staging::new()?.map(std::sync::Mutex::new);
+        Ok(Context { modules, staging, stream, info, memory_pools, context })
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
@@ -234,6 +236,11 @@ impl Context {
     /// [`Error::Cuda`] if the driver refuses.
     pub fn make_current(&self) -> Result<()> {
         CurrentContext::set_current(&self.context).map_err(|e| Error::cuda("making the CUDA context current", e))
+    }
+
+    /// The pinned staging buffers of large uploads ([`super::memory::Staging`]).
+    pub(crate) fn staging(&self) -> Option<&std::sync::Mutex<super::memory::Staging>> {
+        self.staging.as_ref()
     }
 
     /// The device this context runs on.
