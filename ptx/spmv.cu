@@ -591,6 +591,45 @@ __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
 // (`unsigned long long`, the name ending in `_i64`) past it. Row and column indices stay 32-bit.
 typedef unsigned long long u64;
 
+// ELLPACK slots from CSR, on the device (the upload's conversion, src/gpu/ell.rs): one
+// thread per row writes the row's `width` slots, slot k of row r at k * nrows + r (64-bit
+// arithmetic: a one-off pass), holding the row's k-th entry, or padding (column
+// SPGPU_ELL_PADDING, or SPGPU_NARROW_PADDING as an offset; value 0) past the row's end.
+// Narrow slots store col - r as 16 bits (the host checked that every entry fits).
+struct WideSlot {
+    typedef unsigned type;
+    static __device__ __forceinline__ unsigned of(unsigned col, unsigned) { return col; }
+    static __device__ __forceinline__ unsigned padding() { return SPGPU_ELL_PADDING; }
+};
+struct NarrowSlot {
+    typedef unsigned short type;
+    static __device__ __forceinline__ unsigned short of(unsigned col, unsigned row) {
+        return (unsigned short)(col - row);
+    }
+    static __device__ __forceinline__ unsigned short padding() { return SPGPU_NARROW_PADDING; }
+};
+template <typename T, typename S>
+__device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, const u64* __restrict__ row_offsets,
+                                             const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                             typename S::type* __restrict__ out_cols, T* __restrict__ out_vals) {
+    const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= nrows) {
+        return;
+    }
+    const u64 start = row_offsets[r];
+    const u64 len = row_offsets[r + 1] - start;
+    for (unsigned k = 0; k < width; ++k) {
+        const u64 slot = u64(k) * nrows + r;
+        if (k < len) {
+            out_cols[slot] = S::of(ldcs(cols + start + k), r);
+            out_vals[slot] = ldcs(vals + start + k);
+        } else {
+            out_cols[slot] = S::padding();
+            out_vals[slot] = T(0);
+        }
+    }
+}
+
 #define SPGPU_CSR_ARGS(T, O)                                                                               \
     unsigned nrows, const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,          \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y
@@ -689,6 +728,18 @@ typedef unsigned long long u64;
         if (i < n) {                                                                                     \
             out[i] = ldg(x + ldg(idx + i));                                                              \
         }                                                                                                \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) ell_from_csr_##T(                          \
+        unsigned nrows, unsigned width, const u64 *__restrict__ row_offsets,                             \
+        const unsigned *__restrict__ cols, const T *__restrict__ vals, unsigned *__restrict__ out_cols,  \
+        T *__restrict__ out_vals) {                                                                      \
+        ell_from_csr<T, WideSlot>(nrows, width, row_offsets, cols, vals, out_cols, out_vals);            \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) ell16_from_csr_##T(                        \
+        unsigned nrows, unsigned width, const u64 *__restrict__ row_offsets,                             \
+        const unsigned *__restrict__ cols, const T *__restrict__ vals,                                   \
+        unsigned short *__restrict__ out_cols, T *__restrict__ out_vals) {                               \
+        ell_from_csr<T, NarrowSlot>(nrows, width, row_offsets, cols, vals, out_cols, out_vals);          \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \

@@ -49,6 +49,13 @@ pub struct DeviceEll<T: Scalar> {
 
 /// Whether the ELL kernel needs 64-bit slot arithmetic: its slot index runs to
 /// `(width + 1) * nrows`, which must otherwise fit 32 bits.
+/// Set to `0` to convert CSR to ELL on the host only (see [`DeviceEll::from_csr`]), to
+/// compare.
+pub const DEVICE_CONVERSION_ENV: &str = "SPGPU_DEVICE_CONVERSION";
+
+/// Device memory left free beyond the CSR arrays for the conversion on the device to run.
+pub(crate) const CONVERSION_MARGIN: u64 = 64 << 20;
+
 fn slots_need_64_bits(width: usize, nrows: usize) -> bool {
     width.saturating_add(1).saturating_mul(nrows) > u32::MAX as usize
 }
@@ -94,9 +101,11 @@ impl<T: Scalar> DeviceEll<T> {
     /// Converts a CSR matrix to ELLPACK (with [`EllMatrix::try_from_csr`]'s padding limit) and
     /// uploads it.
     ///
-    /// The conversion runs a piece of rows at a time (in parallel), each piece uploaded
+    /// The conversion runs on the device when the CSR arrays fit in the memory left beside
+    /// the slots: they are uploaded, a kernel makes the slots, and they are freed. Otherwise
+    /// it runs on the host a piece of rows at a time (in parallel), each piece uploaded
     /// before the next is made: the host holds the CSR matrix and one piece (about 4 million
-    /// slots), never a second full copy.
+    /// slots), never a second full copy. Both give the same slots.
     ///
     /// # Errors
     ///
@@ -129,6 +138,19 @@ impl<T: Scalar> DeviceEll<T> {
         if padded > 0 {
             let mut cols = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;
             let mut vals = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            if Self::convert_on_device(ctx, a, width, &mut cols, &mut vals)? {
+                return Ok(DeviceEll {
+                    ctx,
+                    nrows,
+                    ncols: a.ncols(),
+                    nnz: a.nnz(),
+                    width,
+                    cols: Some(cols),
+                    values: Some(vals),
+                    stats: stats.clone(),
+                    plan,
+                });
+            }
             let mut buf = Vec::new();
             let (off, acols, avals) = (a.row_offsets(), a.col_indices(), a.values());
             let rows_per_piece = (PIECE / width).max(1);
@@ -170,6 +192,34 @@ impl<T: Scalar> DeviceEll<T> {
             stats: stats.clone(),
             plan,
         })
+    }
+
+    /// Fills the slots on the device when [`DEVICE_CONVERSION_ENV`] allows it and the CSR
+    /// arrays (64-bit offsets) fit in the device memory left beside the slots with
+    /// [`CONVERSION_MARGIN`] to spare: the arrays are uploaded, `ell_from_csr_<T>` makes the
+    /// slots, and they are freed. `false` (nothing done) otherwise: the host converts.
+    fn convert_on_device(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        width: usize,
+        cols: &mut SlotCols,
+        vals: &mut DeviceMemory<T>,
+    ) -> Result<bool> {
+        if std::env::var(DEVICE_CONVERSION_ENV).is_ok_and(|v| v.trim() == "0") {
+            return Ok(false);
+        }
+        let csr_bytes = (a.nrows() as u64 + 1) * 8 + a.nnz() as u64 * (4 + T::BYTES as u64);
+        if ctx.available_memory()? < csr_bytes + CONVERSION_MARGIN {
+            return Ok(false);
+        }
+        let what = "(for the conversion to ELL on the device)";
+        let off = DeviceMemory::from_slice(ctx, a.row_offsets(), &format!("CSR row offsets {what}"))?;
+        let c = DeviceMemory::from_slice(ctx, a.col_indices(), &format!("CSR column indices {what}"))?;
+        let v = DeviceMemory::from_slice(ctx, a.values(), &format!("CSR values {what}"))?;
+        kernels::spmv::ell_from_csr(ctx, a.nrows(), width, &off, &c, &v, cols, vals)?;
+        drop((off, c, v)); // freed in stream order, after the conversion
+        ctx.synchronize()?;
+        Ok(true)
     }
 
     /// Whether the kernel runs with 64-bit slot arithmetic (`(width + 1) * nrows` past

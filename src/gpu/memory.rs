@@ -254,6 +254,11 @@ impl<U: DeviceCopy> DeviceMemory<U> {
         Ok(mem)
     }
 
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The device address.
     pub(crate) fn as_device_ptr(&self) -> DevicePointer<U> {
         DevicePointer::from_raw(self.ptr)

@@ -98,10 +98,11 @@ mod vector;
 
 pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV};
 pub use csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
-pub use ell::DeviceEll;
+pub use ell::{DeviceEll, DEVICE_CONVERSION_ENV};
 #[doc(hidden)]
 pub use kernels::all_kernel_names;
 pub use kernels::{kernel_name, kernel_name_64, GpuKernel};
+pub use memory::PINNED_STAGING_ENV;
 pub use module::ModuleId;
 pub use plan::{KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
 pub use positions::positions_need_64_bits;

@@ -89,6 +89,14 @@ impl SlotCols {
         })
     }
 
+    /// Number of slots.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            SlotCols::Wide(m) => m.len(),
+            SlotCols::Narrow(m) => m.len(),
+        }
+    }
+
     /// Whether the slots hold offsets.
     pub(crate) fn is_narrow(&self) -> bool {
         matches!(self, SlotCols::Narrow(_))

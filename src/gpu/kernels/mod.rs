@@ -35,6 +35,13 @@ pub enum GpuKernel {
     /// [`RowShape::ALL`](super::balance::RowShape::ALL) (`spmv_csr_balanced<threads>_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedShape(u32),
+    /// ELLPACK slots from CSR arrays on the device, the upload's conversion
+    /// (`ell_from_csr_<T>`, or `ell16_from_csr_<T>` for narrow slots when `narrow`; module
+    /// [`ModuleId::Spmv`]).
+    EllFromCsr {
+        /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
+        narrow: bool,
+    },
     /// `out[i] = x[idx[i]]` (`gather_<T>`, module [`ModuleId::Spmv`]): the hot entries of `x`.
     Gather,
     /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
@@ -58,6 +65,7 @@ impl GpuKernel {
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
             | GpuKernel::BalancedShape(_)
+            | GpuKernel::EllFromCsr { .. }
             | GpuKernel::Gather
             | GpuKernel::UnflagHot
             | GpuKernel::CountColumns
@@ -82,6 +90,8 @@ impl GpuKernel {
             GpuKernel::UnflagHot,
             GpuKernel::CountColumns,
             GpuKernel::FlagHot,
+            GpuKernel::EllFromCsr { narrow: false },
+            GpuKernel::EllFromCsr { narrow: true },
         ];
         all.extend(
             super::balance::RowShape::ALL
@@ -132,6 +142,8 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
+        GpuKernel::EllFromCsr { narrow: false } => format!("ell_from_csr_{scalar}"),
+        GpuKernel::EllFromCsr { narrow: true } => format!("ell16_from_csr_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
         GpuKernel::CountColumns => "count_columns".to_string(),
@@ -226,9 +238,10 @@ mod tests {
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
-        // narrow ELL and SELL kernels (two widths), then widen, unflag, count and flag, then
-        // the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 4 + 2 * 12);
+        // narrow ELL and SELL kernels (two widths), the two conversions to ELL, then widen,
+        // unflag, count and flag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 2 * 2 + 4 + 2 * 12);
+        assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));
         assert!(unique.contains("spmv_csr_balanced512_f32") && unique.contains("spmv_csr_balanced512_f64_i64"));
         assert!(unique.contains("spmv_ell16_f32") && unique.contains("spmv_sell16_f64_i64"));
         assert!(unique.contains("spmv_sell_f64_i64") && unique.contains("widen_u32_u64"));

@@ -149,6 +149,51 @@ pub(crate) fn ell_on<T: Scalar>(
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
+/// `ell_from_csr_<T>` (`ell16_from_csr_<T>` into narrow slots): the `width * nrows` ELL slots
+/// of a validated CSR matrix whose arrays are on the device (`row_offsets` as `u64`), one
+/// thread per row. Every row must hold at most `width` entries, and, for narrow slots, every
+/// column must lie within 32767 of its row ([`fits`](crate::gpu::narrow::fits)).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ell_from_csr<T: Scalar>(
+    ctx: &Context,
+    nrows: usize,
+    width: usize,
+    row_offsets: &DeviceMemory<u64>,
+    cols: &DeviceMemory<u32>,
+    vals: &DeviceMemory<T>,
+    out_cols: &mut SlotCols,
+    out_vals: &mut DeviceMemory<T>,
+) -> Result<()> {
+    check_len("ELL conversion: row offsets", nrows + 1, row_offsets.len())?;
+    check_len("ELL conversion: values", cols.len(), vals.len())?;
+    let slots = width.checked_mul(nrows).ok_or_else(|| Error::InvalidArgument("ELL slots overflow".into()))?;
+    check_len("ELL conversion: slot columns", slots, out_cols.len())?;
+    check_len("ELL conversion: slot values", slots, out_vals.len())?;
+    if slots == 0 {
+        return Ok(());
+    }
+    let (n, w) = (index("rows", nrows)?, index("ELL width", width)?);
+    let narrow = out_cols.is_narrow();
+    let name = kernel_name(GpuKernel::EllFromCsr { narrow }, T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let grid = blocks(nrows, BLOCK)?;
+    let stream = ctx.stream();
+    let (op, cp, vp) = (row_offsets.as_device_ptr(), cols.as_device_ptr(), vals.as_device_ptr());
+    let (oc, ov) = (out_cols.addr(), out_vals.as_device_ptr());
+    // SAFETY: ell[16]_from_csr_<T>(unsigned nrows, unsigned width, const u64* row_offsets,
+    // const unsigned* cols, const T* vals, unsigned* or unsigned short* out_cols (16: narrow
+    // slots), T* out_vals). Arguments match in order and type (out_cols' element type follows
+    // the kernel chosen by `narrow`); row_offsets holds nrows + 1 offsets of a validated CSR
+    // matrix (non-decreasing, the last the entry count, at most cols.len() == vals.len()), each
+    // row at most `width` long (the caller's contract), so every read lies within cols and
+    // vals; the outputs hold width * nrows slots (checked), written at k * nrows + row in
+    // 64-bit arithmetic; threads with row >= nrows return at once. The inputs are only read,
+    // the outputs are other allocations.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, w, op, cp, vp, oc, ov)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
 /// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
 /// entries of x then `spmv_csr_hot_<T>`); the block of a long row's last chunk writes it.
 #[allow(clippy::too_many_arguments)]
