@@ -630,6 +630,41 @@ __device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, con
     }
 }
 
+// SELL-C-sigma slots from CSR, on the device (src/gpu/sell.rs's upload): one thread per
+// sorted position p of the nslices * 32 (row perm[p] when p < nsorted, none past it) writes
+// its lane of its slice's slots, slot k at slice_ptr[s] + k * 32 + lane: the row's k-th entry,
+// or padding past its end (every slot of a lane with no row).
+template <typename T, typename S>
+__device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices, const u64* __restrict__ slice_ptr,
+                                              const unsigned* __restrict__ perm, const u64* __restrict__ row_offsets,
+                                              const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                              typename S::type* __restrict__ out_cols, T* __restrict__ out_vals) {
+    const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned s = p / 32, lane = p % 32;
+    if (s >= nslices) {
+        return;
+    }
+    const u64 base = slice_ptr[s];
+    const unsigned width = unsigned((slice_ptr[s + 1] - base) / 32);
+    unsigned row = 0;
+    u64 start = 0, len = 0;
+    if (p < nsorted) {
+        row = perm[p];
+        start = row_offsets[row];
+        len = row_offsets[row + 1] - start;
+    }
+    for (unsigned k = 0; k < width; ++k) {
+        const u64 slot = base + u64(k) * 32 + lane;
+        if (k < len) {
+            out_cols[slot] = S::of(ldcs(cols + start + k), row);
+            out_vals[slot] = ldcs(vals + start + k);
+        } else {
+            out_cols[slot] = S::padding();
+            out_vals[slot] = T(0);
+        }
+    }
+}
+
 #define SPGPU_CSR_ARGS(T, O)                                                                               \
     unsigned nrows, const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,          \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y
@@ -740,6 +775,22 @@ __device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, con
         const unsigned *__restrict__ cols, const T *__restrict__ vals,                                   \
         unsigned short *__restrict__ out_cols, T *__restrict__ out_vals) {                               \
         ell_from_csr<T, NarrowSlot>(nrows, width, row_offsets, cols, vals, out_cols, out_vals);          \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) sell_from_csr_##T(                         \
+        unsigned nsorted, unsigned nslices, const u64 *__restrict__ slice_ptr,                           \
+        const unsigned *__restrict__ perm, const u64 *__restrict__ row_offsets,                          \
+        const unsigned *__restrict__ cols, const T *__restrict__ vals, unsigned *__restrict__ out_cols,  \
+        T *__restrict__ out_vals) {                                                                      \
+        sell_from_csr<T, WideSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals, out_cols, \
+                                   out_vals);                                                            \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) sell16_from_csr_##T(                       \
+        unsigned nsorted, unsigned nslices, const u64 *__restrict__ slice_ptr,                           \
+        const unsigned *__restrict__ perm, const u64 *__restrict__ row_offsets,                          \
+        const unsigned *__restrict__ cols, const T *__restrict__ vals,                                   \
+        unsigned short *__restrict__ out_cols, T *__restrict__ out_vals) {                               \
+        sell_from_csr<T, NarrowSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals,         \
+                                     out_cols, out_vals);                                                \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \

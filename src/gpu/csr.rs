@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use cust::memory::DevicePointer;
 
 use super::balance::{choose_shape, RowBlocks, RowShape};
+use super::ell::CsrOnDevice;
 use super::hot::{plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
 use super::narrow::{self, SlotCols};
@@ -124,8 +125,22 @@ impl<T: Scalar> DeviceSell<T> {
         if slots > 0 {
             let mut c = SlotCols::uninit(ctx, slots, narrow, "SELL columns")?;
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
+            // on the device when the CSR arrays fit beside the slots (as for ELL)
+            let layout_bytes = (s.slice_ptr.len() * 8 + s.perm.len() * 4) as u64;
+            let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")? {
+                Some(csr) => {
+                    let what = "(for the conversion to SELL on the device)";
+                    let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, &format!("SELL slice offsets {what}"))?;
+                    let perm = DeviceMemory::from_slice(ctx, &s.perm, &format!("SELL row order {what}"))?;
+                    kernels::spmv::sell_from_csr(ctx, &sp, &perm, &csr, &mut c, &mut v)?;
+                    drop((sp, perm, csr)); // freed in stream order, after the conversion
+                    ctx.synchronize()?;
+                    true
+                }
+                None => false,
+            };
             let (mut bc, mut bc16, mut bv) = (Vec::new(), Vec::new(), Vec::new());
-            let mut s0 = 0;
+            let mut s0 = if on_device { s.nslices() } else { 0 };
             while s0 < s.nslices() {
                 let goal = s.slice_ptr[s0] + PIECE as u64;
                 let s1 = s.slice_ptr.partition_point(|&p| p <= goal).saturating_sub(1).clamp(s0 + 1, s.nslices());

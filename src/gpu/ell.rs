@@ -56,6 +56,36 @@ pub const DEVICE_CONVERSION_ENV: &str = "SPGPU_DEVICE_CONVERSION";
 /// Device memory left free beyond the CSR arrays for the conversion on the device to run.
 pub(crate) const CONVERSION_MARGIN: u64 = 64 << 20;
 
+/// A CSR matrix's arrays on the device for a conversion there (row offsets as `u64`), freed
+/// (in stream order) when dropped.
+pub(crate) struct CsrOnDevice<T: Scalar> {
+    pub(crate) row_offsets: DeviceMemory<u64>,
+    pub(crate) cols: DeviceMemory<u32>,
+    pub(crate) vals: DeviceMemory<T>,
+}
+
+impl<T: Scalar> CsrOnDevice<T> {
+    /// Uploads `a`'s arrays when [`DEVICE_CONVERSION_ENV`] allows a conversion on the device
+    /// and they fit in the free device memory with `extra` bytes more (what the conversion
+    /// uploads beside them) and [`CONVERSION_MARGIN`] to spare; `None` otherwise. `into`
+    /// names the storage made from them, for error messages.
+    pub(crate) fn upload(ctx: &'static Context, a: &CsrMatrix<T>, extra: u64, into: &str) -> Result<Option<Self>> {
+        if std::env::var(DEVICE_CONVERSION_ENV).is_ok_and(|v| v.trim() == "0") {
+            return Ok(None);
+        }
+        let bytes = (a.nrows() as u64 + 1) * 8 + a.nnz() as u64 * (4 + T::BYTES as u64) + extra;
+        if ctx.available_memory()? < bytes + CONVERSION_MARGIN {
+            return Ok(None);
+        }
+        let what = format!("(for the conversion to {into} on the device)");
+        Ok(Some(CsrOnDevice {
+            row_offsets: DeviceMemory::from_slice(ctx, a.row_offsets(), &format!("CSR row offsets {what}"))?,
+            cols: DeviceMemory::from_slice(ctx, a.col_indices(), &format!("CSR column indices {what}"))?,
+            vals: DeviceMemory::from_slice(ctx, a.values(), &format!("CSR values {what}"))?,
+        }))
+    }
+}
+
 fn slots_need_64_bits(width: usize, nrows: usize) -> bool {
     width.saturating_add(1).saturating_mul(nrows) > u32::MAX as usize
 }
@@ -205,19 +235,9 @@ impl<T: Scalar> DeviceEll<T> {
         cols: &mut SlotCols,
         vals: &mut DeviceMemory<T>,
     ) -> Result<bool> {
-        if std::env::var(DEVICE_CONVERSION_ENV).is_ok_and(|v| v.trim() == "0") {
-            return Ok(false);
-        }
-        let csr_bytes = (a.nrows() as u64 + 1) * 8 + a.nnz() as u64 * (4 + T::BYTES as u64);
-        if ctx.available_memory()? < csr_bytes + CONVERSION_MARGIN {
-            return Ok(false);
-        }
-        let what = "(for the conversion to ELL on the device)";
-        let off = DeviceMemory::from_slice(ctx, a.row_offsets(), &format!("CSR row offsets {what}"))?;
-        let c = DeviceMemory::from_slice(ctx, a.col_indices(), &format!("CSR column indices {what}"))?;
-        let v = DeviceMemory::from_slice(ctx, a.values(), &format!("CSR values {what}"))?;
-        kernels::spmv::ell_from_csr(ctx, a.nrows(), width, &off, &c, &v, cols, vals)?;
-        drop((off, c, v)); // freed in stream order, after the conversion
+        let Some(csr) = CsrOnDevice::upload(ctx, a, 0, "ELL")? else { return Ok(false) };
+        kernels::spmv::ell_from_csr(ctx, a.nrows(), width, &csr.row_offsets, &csr.cols, &csr.vals, cols, vals)?;
+        drop(csr); // freed in stream order, after the conversion
         ctx.synchronize()?;
         Ok(true)
     }

@@ -42,6 +42,13 @@ pub enum GpuKernel {
         /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
         narrow: bool,
     },
+    /// SELL-C-σ slots from CSR arrays on the device, the upload's conversion
+    /// (`sell_from_csr_<T>`, or `sell16_from_csr_<T>` for narrow slots when `narrow`; module
+    /// [`ModuleId::Spmv`]).
+    SellFromCsr {
+        /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
+        narrow: bool,
+    },
     /// `out[i] = x[idx[i]]` (`gather_<T>`, module [`ModuleId::Spmv`]): the hot entries of `x`.
     Gather,
     /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
@@ -66,6 +73,7 @@ impl GpuKernel {
             | GpuKernel::BalancedHot
             | GpuKernel::BalancedShape(_)
             | GpuKernel::EllFromCsr { .. }
+            | GpuKernel::SellFromCsr { .. }
             | GpuKernel::Gather
             | GpuKernel::UnflagHot
             | GpuKernel::CountColumns
@@ -92,6 +100,8 @@ impl GpuKernel {
             GpuKernel::FlagHot,
             GpuKernel::EllFromCsr { narrow: false },
             GpuKernel::EllFromCsr { narrow: true },
+            GpuKernel::SellFromCsr { narrow: false },
+            GpuKernel::SellFromCsr { narrow: true },
         ];
         all.extend(
             super::balance::RowShape::ALL
@@ -144,6 +154,8 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
         GpuKernel::EllFromCsr { narrow: false } => format!("ell_from_csr_{scalar}"),
         GpuKernel::EllFromCsr { narrow: true } => format!("ell16_from_csr_{scalar}"),
+        GpuKernel::SellFromCsr { narrow: false } => format!("sell_from_csr_{scalar}"),
+        GpuKernel::SellFromCsr { narrow: true } => format!("sell16_from_csr_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
         GpuKernel::CountColumns => "count_columns".to_string(),
@@ -238,9 +250,9 @@ mod tests {
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
-        // narrow ELL and SELL kernels (two widths), the two conversions to ELL, then widen,
-        // unflag, count and flag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 2 * 2 + 4 + 2 * 12);
+        // narrow ELL and SELL kernels (two widths), the two conversions each to ELL and SELL,
+        // then widen, unflag, count and flag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 2 * 4 + 4 + 2 * 12);
         assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));
         assert!(unique.contains("spmv_csr_balanced512_f32") && unique.contains("spmv_csr_balanced512_f64_i64"));
         assert!(unique.contains("spmv_ell16_f32") && unique.contains("spmv_sell16_f64_i64"));

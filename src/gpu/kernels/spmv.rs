@@ -194,6 +194,51 @@ pub(crate) fn ell_from_csr<T: Scalar>(
         .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
+/// `sell_from_csr_<T>` (`sell16_from_csr_<T>` into narrow slots): the slots of SELL-C-σ
+/// slices `0..nslices` (offsets `slice_ptr`, `nslices + 1` of them as `u64`; rows `perm` in
+/// sorted order, `nsorted` of them) of a validated CSR matrix whose arrays are on the device,
+/// one thread per slot lane. Every sorted row must fit its slice's width (as
+/// [`SellLayout`](crate::gpu::sell::SellLayout) makes them), and, for narrow slots, every
+/// column of a sorted row must lie within 32767 of its row.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sell_from_csr<T: Scalar>(
+    ctx: &Context,
+    slice_ptr: &DeviceMemory<u64>,
+    perm: &DeviceMemory<u32>,
+    csr: &crate::gpu::ell::CsrOnDevice<T>,
+    out_cols: &mut SlotCols,
+    out_vals: &mut DeviceMemory<T>,
+) -> Result<()> {
+    let nslices = slice_ptr.len().saturating_sub(1);
+    let nsorted = perm.len();
+    if nslices == 0 || nsorted.div_ceil(32) != nslices {
+        return Err(Error::InvalidArgument(format!("SELL conversion: {nsorted} sorted rows in {nslices} slices")));
+    }
+    check_len("SELL conversion: values", out_cols.len(), out_vals.len())?;
+    let (ns, nsl) = (index("sorted rows", nsorted)?, index("slices", nslices)?);
+    let narrow = out_cols.is_narrow();
+    let name = kernel_name(GpuKernel::SellFromCsr { narrow }, T::NAME);
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let grid = blocks(nslices * 32, BLOCK)?;
+    let stream = ctx.stream();
+    let (sp, pp) = (slice_ptr.as_device_ptr(), perm.as_device_ptr());
+    let (op, cp, vp) = (csr.row_offsets.as_device_ptr(), csr.cols.as_device_ptr(), csr.vals.as_device_ptr());
+    let (oc, ov) = (out_cols.addr(), out_vals.as_device_ptr());
+    // SAFETY: sell[16]_from_csr_<T>(unsigned nsorted, unsigned nslices, const u64* slice_ptr,
+    // const unsigned* perm, const u64* row_offsets, const unsigned* cols, const T* vals,
+    // unsigned* or unsigned short* out_cols (16: narrow slots), T* out_vals). Arguments match
+    // in order and type; slice_ptr and perm are a SellLayout's of this matrix (the caller's
+    // contract): slice s holds 32 * width_s slots from slice_ptr[s], the last offset being the
+    // slot count == out_cols.len() == out_vals.len(), perm lists nsorted rows of the matrix,
+    // each no longer than its slice's width, so every write lies within the outputs and
+    // every read within the CSR arrays (row offsets of a validated matrix); threads past
+    // nslices * 32 return at once. The inputs are only read, the outputs are other
+    // allocations.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(ns, nsl, sp, pp, op, cp, vp, oc, ov)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+}
+
 /// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
 /// entries of x then `spmv_csr_hot_<T>`); the block of a long row's last chunk writes it.
 #[allow(clippy::too_many_arguments)]
