@@ -348,3 +348,26 @@ fn threads_sharing_a_matrix_with_chunked_long_rows_get_their_own_products() {
         assert_eq!(failures.load(Ordering::Relaxed), 0, "{choice}: products of other threads leaked in");
     }
 }
+
+/// Uploads from rayon tasks, many at once: large arrays go through the context's pinned
+/// staging buffers, which one upload holds while rayon copies into them in parallel; the
+/// others, including a task this thread's rayon pool may run inside that copy, find them
+/// taken and upload from their own memory. Every matrix must arrive whole, with no upload
+/// waiting on another.
+#[test]
+fn uploads_from_rayon_tasks_share_the_staging_buffers() {
+    use rayon::prelude::*;
+    let Some(ctx) = gpu("uploads_from_rayon_tasks_share_the_staging_buffers") else { return };
+    // 16 matrices of about 1.2M entries (over 1 MiB of columns and of values each)
+    let mats: Vec<spgpu::CsrMatrix<f64>> =
+        (0..16).map(|k| gen::from_spec(&format!("lap2d:{}", 480 + k)).unwrap()).collect();
+    let downloaded: Vec<bool> = mats
+        .par_iter()
+        .map(|a| {
+            let d = DeviceCsr::upload(ctx, a).unwrap();
+            let v = DeviceVector::from_slice(ctx, a.values()).unwrap();
+            d.download().unwrap() == *a && v.to_vec().unwrap() == a.values()
+        })
+        .collect();
+    assert!(downloaded.iter().all(|&ok| ok), "{downloaded:?}");
+}

@@ -166,6 +166,8 @@ unsafe impl Send for Staging {}
 impl Staging {
     /// Allocates the buffers (`cuMemHostAlloc`) and events in the current context; `None`
     /// when [`PINNED_STAGING_ENV`] is `0`.
+    /// A driver that refuses the pinned memory (a host short of it) gives `None` too:
+    /// uploads then go from pageable memory, as with the variable set.
     pub(crate) fn new() -> Result<Option<Staging>> {
         if std::env::var(PINNED_STAGING_ENV).is_ok_and(|v| v.trim() == "0") {
             return Ok(None);
@@ -178,7 +180,9 @@ impl Staging {
             // SAFETY: cuMemHostAlloc(void**, size_t, unsigned int) with a valid out-pointer;
             // a buffer allocated here is freed in Drop (null ones are skipped there).
             let rc = unsafe { cu::cuMemHostAlloc(&mut p, STAGING_BYTES, 0) };
-            DriverError::check(rc).map_err(|e| Error::cuda("allocating the pinned staging buffers", e))?;
+            if DriverError::check(rc).is_err() {
+                return Ok(None); // st is dropped: the buffer already allocated is freed
+            }
             *b = p.cast();
         }
         Ok(Some(st))
@@ -288,10 +292,18 @@ impl<U: DeviceCopy> DeviceMemory<U> {
         }
         let bytes = bytes_of::<U>(src.len(), what)?;
         let offset = bytes_of::<U>(start, what)? as u64;
-        if let (true, Some(staging)) = (bytes >= STAGED_MIN_BYTES, self.ctx.staging()) {
+        // The staging buffers when they are free: an upload that finds them taken (by another
+        // thread, or by this one further up its stack, as when a rayon task uploads while
+        // the buffers' owner waits for its own parallel copy) goes straight from its memory
+        // instead of waiting, so no upload ever blocks on another.
+        let staging = match self.ctx.staging().filter(|_| bytes >= STAGED_MIN_BYTES).map(std::sync::Mutex::try_lock) {
+            Some(Ok(st)) => Some(st),
+            Some(Err(std::sync::TryLockError::Poisoned(e))) => Some(e.into_inner()),
+            Some(Err(std::sync::TryLockError::WouldBlock)) | None => None,
+        };
+        if let Some(mut st) = staging {
             // SAFETY: the elements of a DeviceCopy slice are plain bytes, `bytes` of them.
             let raw = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), bytes) };
-            let mut st = staging.lock().unwrap_or_else(PoisonError::into_inner);
             let done = self.copy_staged(&mut st, offset, raw, what);
             // complete (or failed) before the buffers are handed on: no copy still reads them
             let synced = self.ctx.synchronize().map_err(|e| in_context(e, &format!("uploading {what}")));
