@@ -101,10 +101,13 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // its row flagged with SPGPU_LONG_FLAG) sums its piece; a row of one chunk is written to y
 // by its block, otherwise every chunk block but the last writes its sum to partials[block],
 // and the block of the row's last chunk (chunk_done) waits for them, adds the pieces in
-// order and writes y, in the same launch. Every sum has a fixed order: results repeat bit for bit. A block holds 1024 entries (8 KiB of products in
-// shared memory): on the H200 this beat 2048 by 3-20% on R-MAT and web-like graphs
-// (rmat:22:8 f32 338 -> 268 us), whose x gathers hit the L1 more when shared memory takes less
-// of it, and beat 512 and 256. Columns and values, read once, are loaded
+// order and writes y, in the same launch. Every sum has a fixed order: results repeat bit for
+// bit. A block of 256 threads holds 1024 entries (8 KiB of products in shared memory): on the
+// H200 this beat 2048 by 3-20% on R-MAT and web-like graphs (rmat:22:8 f32 338 -> 268 us),
+// whose x gathers hit the L1 more when shared memory takes less of it, and beat 512 and 256.
+// The kernel is also compiled for blocks of 512 threads and 2048 entries
+// (spmv_csr_balanced512_<s>), which the plan gives matrices whose columns lie near the
+// diagonal (RowShape::T512 in src/gpu/balance.rs). Columns and values, read once, are loaded
 // with the evict-first (streaming) cache hint, so they do not push x out of the L2: on the
 // H200 this took powerlaw:4000000 (f64, x of 32 MB) from 591 to 504 us.
 #define SPGPU_BALANCED_ENTRIES 1024

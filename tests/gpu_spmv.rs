@@ -761,3 +761,43 @@ fn long_rows_with_nan_and_infinities_f64() {
 fn long_rows_with_nan_and_infinities_f32() {
     long_rows_with_nan_and_infinities::<f32>("long_rows_with_nan_and_infinities_f32", f32::from_bits(u32::MAX));
 }
+
+/// `set_kernel` between row-block shapes on a matrix uploaded with hot columns: a forced
+/// shape drops the hot columns (the hot-column kernel runs default blocks only) and cuts
+/// blocks of that shape; plain `balanced` then keeps them; every product matches the
+/// reference, and the plan says which blocks run.
+#[test]
+fn set_kernel_switches_row_block_shapes() {
+    let Some(ctx) = gpu("set_kernel_switches_row_block_shapes") else { return };
+    let mut lengths: Vec<usize> = (0..3000).map(|i| (i * 13) % 20).collect();
+    lengths[100] = 5000; // a long row: chunks in both shapes
+    let a = lengths_csr(&lengths, 4000, 21);
+    let mut d = DeviceCsr::upload_with_hot(ctx, &a, KernelChoice::Balanced, HotChoice::Force(256), 0).unwrap();
+    assert!(d.plan().hot_columns());
+    let mut rng = StdRng::seed_from_u64(22);
+    let x = random_vec::<f64>(&mut rng, a.ncols());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let product = |d: &DeviceCsr<f64>, what: &str| {
+        let mut d_y = DeviceVector::from_slice(ctx, &vec![f64::NAN; a.nrows()]).unwrap();
+        d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+        check(what, &a, 1.0, &x, 0.0, &vec![0.0; a.nrows()], &d_y.to_vec().unwrap());
+    };
+    product(&d, "hot columns");
+    for (choice, threads) in [
+        (KernelChoice::BalancedThreads(512), 512),
+        (KernelChoice::Balanced, 512),
+        (KernelChoice::BalancedThreads(256), 256),
+        (KernelChoice::VectorTpr(4), 0),
+        (KernelChoice::BalancedThreads(512), 512),
+    ] {
+        d.set_kernel(choice).unwrap();
+        let what = format!("set_kernel({choice})");
+        assert!(!d.plan().hot_columns(), "{what}: {}", d.plan().explain());
+        match threads {
+            0 => assert_eq!(d.plan().row_shape(), None, "{what}"),
+            t => assert_eq!(d.plan().row_shape().map(|s| s.threads), Some(t), "{what}: {}", d.plan().explain()),
+        }
+        product(&d, &what);
+    }
+    assert_eq!(d.download().unwrap(), a);
+}

@@ -103,9 +103,11 @@ pub(crate) struct DeviceSell<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceSell<T> {
-    /// Uploads the SELL form of `a` with layout `s`: the slots are made and uploaded a range
-    /// of slices (about [`PIECE`] slots) at a time, the long rows' entries copied from `a`'s
-    /// arrays in batches, so the host never holds a second copy of the matrix.
+    /// Uploads the SELL form of `a` with layout `s`: the slots are made on the device from
+    /// `a`'s uploaded arrays when they fit beside the slots ([`CsrOnDevice`]), else made and
+    /// uploaded a range of slices (about [`PIECE`] slots) at a time; the long rows' entries
+    /// are copied from `a`'s arrays in batches. The host never holds a second copy of the
+    /// matrix.
     ///
     /// The slots store 16-bit column offsets when every short row's entries lie within
     /// [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]) and narrow columns are
@@ -122,6 +124,8 @@ impl<T: Scalar> DeviceSell<T> {
         };
         let (slots, nlong_entries) = (s.slots(), s.long_entries());
         let (mut cols, mut vals) = (None, None);
+        // the row order on the device, when the conversion there uploaded it
+        let mut perm_on_device = None;
         if slots > 0 {
             let mut c = SlotCols::uninit(ctx, slots, narrow, "SELL columns")?;
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
@@ -129,13 +133,18 @@ impl<T: Scalar> DeviceSell<T> {
             let layout_bytes = (s.slice_ptr.len() * 8 + s.perm.len() * 4) as u64;
             let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")? {
                 Some(csr) => {
-                    let what = "(for the conversion to SELL on the device)";
-                    let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, &format!("SELL slice offsets {what}"))?;
-                    let perm = DeviceMemory::from_slice(ctx, &s.perm, &format!("SELL row order {what}"))?;
-                    kernels::spmv::sell_from_csr(ctx, &sp, &perm, &csr, &mut c, &mut v)?;
-                    drop((sp, perm, csr)); // freed in stream order, after the conversion
-                    ctx.synchronize()?;
-                    true
+                    let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, "SELL slice offsets (for the conversion)");
+                    match (sp, DeviceMemory::from_slice(ctx, &s.perm, "SELL row order")) {
+                        (Ok(sp), Ok(perm)) => {
+                            kernels::spmv::sell_from_csr(ctx, &sp, &perm, &csr, &mut c, &mut v)?;
+                            drop((sp, csr)); // freed in stream order, after the conversion
+                            ctx.synchronize()?;
+                            perm_on_device = Some(perm);
+                            true
+                        }
+                        // memory taken by another thread since the check: the host fills
+                        _ => false,
+                    }
                 }
                 None => false,
             };
@@ -192,7 +201,10 @@ impl<T: Scalar> DeviceSell<T> {
             nchunks,
             nlong: s.long_rows.len(),
             slice_ptr: Positions::upload(ctx, &s.slice_ptr, wide, base, "SELL slice offsets")?,
-            perm: upload(&s.perm, "SELL row order")?,
+            perm: match perm_on_device {
+                Some(p) => Some(p),
+                None => upload(&s.perm, "SELL row order")?,
+            },
             cols,
             vals,
             chunk_entry: Positions::upload(ctx, &s.chunk_entry, wide, base, "SELL chunk offsets")?,
@@ -428,8 +440,9 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         ctx.make_current()?;
         let storage = if plan.kernel() == SpmvKernel::Ell {
-            // converted a piece at a time while uploading: the conversion counts as
-            // preprocessing, the copies in it too (they overlap)
+            // converted on the device from the uploaded CSR arrays, or on the host a piece at a
+            // time while uploading: the conversion counts as preprocessing, the copies in it
+            // too
             let converting = Instant::now();
             let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
             let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit)?;
@@ -437,7 +450,8 @@ impl<T: Scalar> DeviceCsr<T> {
             plan.set_narrow(ell.narrow_columns());
             Storage::Ell(Box::new(ell))
         } else if let Some(sell) = sell {
-            // the slots are made a piece at a time while uploading: preprocessing, as for ELL
+            // the slots are made on the device, or on the host a piece at a time while
+            // uploading: preprocessing, as for ELL
             let converting = Instant::now();
             let d = DeviceSell::upload(ctx, a, &sell, base)?;
             preprocessing += converting.elapsed();
@@ -567,7 +581,9 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Replaces the plan's kernel. Switching among the CSR kernels (scalar, vector, balanced)
     /// keeps the uploaded arrays (the balanced kernel's row blocks are made from the row
     /// offsets, read back from the device); switching to or from ELLPACK needs a new upload
-    /// ([`upload_with`](DeviceCsr::upload_with)).
+    /// ([`upload_with`](DeviceCsr::upload_with)). `balanced` keeps the row blocks and hot
+    /// columns the matrix has, or cuts blocks of the default shape; `balanced:N` cuts blocks
+    /// of that shape and drops hot columns.
     ///
     /// # Errors
     ///
@@ -588,21 +604,27 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             (Storage::Csr { row_offsets, col_indices, balanced, hot, .. }, SpmvKernel::Balanced) => {
                 let forced = choice.row_shape();
-                if forced.is_some() {
-                    // a forced shape runs without hot columns
-                    Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
-                }
                 let stale = match (balanced.as_deref(), forced) {
                     (None, _) => true,
                     (Some(b), Some(s)) => b.shape != s,
                     (Some(_), None) => false,
                 };
-                if stale {
+                // the new blocks first, so that a failure leaves the matrix as it was
+                let fresh = if stale {
                     self.ctx.synchronize()?;
                     let base = self.entry_base;
                     let offsets = row_offsets.download(self.nrows + 1, base, "CSR row offsets")?;
                     let blocks = RowBlocks::with_shape(&offsets, forced.unwrap_or(RowShape::DEFAULT));
-                    *balanced = Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?));
+                    Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?))
+                } else {
+                    None
+                };
+                if forced.is_some() {
+                    // a forced shape runs without hot columns
+                    Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
+                }
+                if fresh.is_some() {
+                    *balanced = fresh;
                 }
             }
             (Storage::Csr { col_indices, hot, .. }, _) => {
@@ -611,6 +633,12 @@ impl<T: Scalar> DeviceCsr<T> {
             }
         }
         self.plan = plan;
+        if let (Storage::Csr { balanced: Some(b), hot: None, .. }, SpmvKernel::Balanced) =
+            (&self.storage, self.plan.kernel())
+        {
+            let how = if choice.row_shape().is_some() { "forced" } else { "the blocks the matrix had, or the default" };
+            self.plan.set_blocks(b.shape, format!("{} threads, {} entries ({how})", b.shape.threads, b.shape.entries));
+        }
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         self.note_hot();
         Ok(())

@@ -47,8 +47,6 @@ pub struct DeviceEll<T: Scalar> {
     plan: SpmvPlan,
 }
 
-/// Whether the ELL kernel needs 64-bit slot arithmetic: its slot index runs to
-/// `(width + 1) * nrows`, which must otherwise fit 32 bits.
 /// Set to `0` to convert CSR to ELL on the host only (see [`DeviceEll::from_csr`]), to
 /// compare.
 pub const DEVICE_CONVERSION_ENV: &str = "SPGPU_DEVICE_CONVERSION";
@@ -78,14 +76,20 @@ impl<T: Scalar> CsrOnDevice<T> {
             return Ok(None);
         }
         let what = format!("(for the conversion to {into} on the device)");
-        Ok(Some(CsrOnDevice {
-            row_offsets: DeviceMemory::from_slice(ctx, a.row_offsets(), &format!("CSR row offsets {what}"))?,
-            cols: DeviceMemory::from_slice(ctx, a.col_indices(), &format!("CSR column indices {what}"))?,
-            vals: DeviceMemory::from_slice(ctx, a.values(), &format!("CSR values {what}"))?,
-        }))
+        let arrays = || -> Result<Self> {
+            Ok(CsrOnDevice {
+                row_offsets: DeviceMemory::from_slice(ctx, a.row_offsets(), &format!("CSR row offsets {what}"))?,
+                cols: DeviceMemory::from_slice(ctx, a.col_indices(), &format!("CSR column indices {what}"))?,
+                vals: DeviceMemory::from_slice(ctx, a.values(), &format!("CSR values {what}"))?,
+            })
+        };
+        // memory taken by another thread since the check: the host converts instead
+        Ok(arrays().ok())
     }
 }
 
+/// Whether the ELL kernel needs 64-bit slot arithmetic: its slot index runs to
+/// `(width + 1) * nrows`, which must otherwise fit 32 bits.
 fn slots_need_64_bits(width: usize, nrows: usize) -> bool {
     width.saturating_add(1).saturating_mul(nrows) > u32::MAX as usize
 }

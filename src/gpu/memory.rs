@@ -152,11 +152,16 @@ pub(crate) const STAGED_MIN_BYTES: usize = 1 << 20;
 pub const PINNED_STAGING_ENV: &str = "SPGPU_PINNED_STAGING";
 
 /// Two pinned host buffers of [`STAGING_BYTES`], and an event per buffer recorded after the
-/// copy that reads it, so that the next fill of a buffer waits only for its own copy.
+/// copy that reads it, so that the next fill of a buffer waits only for its own copy (also
+/// across uploads: `pending` says which events to wait for first).
 #[derive(Debug)]
 pub(crate) struct Staging {
     bufs: [*mut u8; 2],
     events: [super::Event; 2],
+    pending: [bool; 2],
+    /// Set when a staged upload failed: a copy might still read a buffer that its event
+    /// does not cover, so the buffers are not used again.
+    broken: bool,
 }
 
 // SAFETY: the buffers are pinned host memory owned by the Staging (freed once, in Drop),
@@ -174,7 +179,7 @@ impl Staging {
         }
         let flags = cust::event::EventFlags::DISABLE_TIMING;
         let events = [super::Event::new(flags)?, super::Event::new(flags)?];
-        let mut st = Staging { bufs: [std::ptr::null_mut(); 2], events };
+        let mut st = Staging { bufs: [std::ptr::null_mut(); 2], events, pending: [false; 2], broken: false };
         for b in &mut st.bufs {
             let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: cuMemHostAlloc(void**, size_t, unsigned int) with a valid out-pointer;
@@ -296,10 +301,11 @@ impl<U: DeviceCopy> DeviceMemory<U> {
         // thread, or by this one further up its stack, as when a rayon task uploads while
         // the buffers' owner waits for its own parallel copy) goes straight from its memory
         // instead of waiting, so no upload ever blocks on another.
+        // A poisoned lock (a panic during a staged upload) or a failed staged upload leaves
+        // the buffers unused from then on.
         let staging = match self.ctx.staging().filter(|_| bytes >= STAGED_MIN_BYTES).map(std::sync::Mutex::try_lock) {
-            Some(Ok(st)) => Some(st),
-            Some(Err(std::sync::TryLockError::Poisoned(e))) => Some(e.into_inner()),
-            Some(Err(std::sync::TryLockError::WouldBlock)) | None => None,
+            Some(Ok(st)) if !st.broken => Some(st),
+            _ => None,
         };
         if let Some(mut st) = staging {
             // SAFETY: the elements of a DeviceCopy slice are plain bytes, `bytes` of them.
@@ -307,6 +313,11 @@ impl<U: DeviceCopy> DeviceMemory<U> {
             let done = self.copy_staged(&mut st, offset, raw, what);
             // complete (or failed) before the buffers are handed on: no copy still reads them
             let synced = self.ctx.synchronize().map_err(|e| in_context(e, &format!("uploading {what}")));
+            if done.is_err() || synced.is_err() {
+                st.broken = true;
+            } else {
+                st.pending = [false; 2];
+            }
             return done.and(synced);
         }
         {
@@ -329,15 +340,19 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// piece of [`STAGING_BYTES`] is copied into a buffer by the host's threads once that
     /// buffer's previous copy is done, then queued (`cuMemcpyHtoDAsync` from pinned memory);
     /// the caller synchronizes.
+    ///
+    /// The capture gate is held only while each piece is queued, not during the host copies
+    /// or the waits: a rayon worker that runs other tasks while it waits for the parallel
+    /// copy may run one that takes the gate, and must not find it held by itself behind a
+    /// waiting writer.
     fn copy_staged(&mut self, st: &mut Staging, offset: u64, src: &[u8], what: &str) -> Result<()> {
         use rayon::prelude::*;
-        let _gate = gate_shared();
         self.ctx.make_current()?;
-        let mut pending = [false; 2];
         for (k, piece) in src.chunks(STAGING_BYTES).enumerate() {
             let i = k % 2;
-            if pending[i] {
+            if st.pending[i] {
                 st.events[i].synchronize().map_err(|e| in_context(e, &format!("uploading {what}")))?;
+                st.pending[i] = false;
             }
             // SAFETY: buffer i holds STAGING_BYTES >= piece.len() bytes of pinned host memory,
             // which no copy reads any more (its event completed, or it was never used), and
@@ -345,17 +360,21 @@ impl<U: DeviceCopy> DeviceMemory<U> {
             let buf = unsafe { std::slice::from_raw_parts_mut(st.bufs[i], piece.len()) };
             buf.par_chunks_mut(1 << 20).zip(piece.par_chunks(1 << 20)).for_each(|(d, s)| d.copy_from_slice(s));
             let at = offset + (k * STAGING_BYTES) as u64;
+            let _gate = gate_shared();
+            self.ctx.make_current()?;
             // SAFETY: cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream): the
             // destination range lies within the allocation (the caller checked the whole
             // copy), the source is the pinned buffer's first piece.len() bytes, which stay
-            // untouched until the event recorded next completes.
+            // untouched until the event recorded next completes (or, should the record
+            // fail, until the caller's synchronization; the buffers are not used again if
+            // that fails too).
             let rc = unsafe {
                 cu::cuMemcpyHtoDAsync_v2(self.ptr + at, buf.as_ptr().cast(), piece.len(), stream_raw(self.ctx))
             };
             DriverError::check(rc)
                 .map_err(|e| Error::cuda(format!("uploading {what} ({} bytes at byte {at})", piece.len()), e))?;
+            st.pending[i] = true;
             st.events[i].record(self.ctx.stream()).map_err(|e| in_context(e, &format!("uploading {what}")))?;
-            pending[i] = true;
         }
         Ok(())
     }

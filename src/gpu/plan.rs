@@ -90,6 +90,8 @@ impl KernelChoice {
 
     /// Every kernel a user can force on a device of this warp size, in a fixed order:
     /// `scalar`, `vector:N` for each compiled N up to the warp size, `balanced`, `sell`, `ell`.
+    /// (`balanced:N`, the balanced kernel with a forced row-block shape, is not listed: it
+    /// runs the same kernel as `balanced` on other blocks.)
     pub fn forced(warp_size: u32) -> Vec<KernelChoice> {
         let mut v = vec![KernelChoice::Scalar];
         v.extend(VECTOR_THREADS_PER_ROW.iter().filter(|&&t| t <= warp_size).map(|&t| KernelChoice::VectorTpr(t)));

@@ -297,6 +297,14 @@ pub(crate) fn csr_balanced<T: Scalar>(
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
         }
         Some(h) => {
+            // the hot-column kernel runs row blocks of the default shape only
+            if blocks.shape != crate::gpu::balance::RowShape::DEFAULT {
+                return Err(Error::InvalidArgument(format!(
+                    "hot columns with row blocks of {} threads: the hot-column kernel takes {}",
+                    blocks.shape.threads,
+                    crate::gpu::balance::RowShape::DEFAULT.threads
+                )));
+            }
             let nhot = index("hot columns", h.len)?;
             let gather = kernel_name(GpuKernel::Gather, T::NAME);
             let function = ctx.function(ModuleId::Spmv, &gather)?;
