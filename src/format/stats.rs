@@ -129,12 +129,16 @@ impl RowStats {
     /// sums are integers).
     pub fn from_row_offsets(row_offsets: &[u64], ncols: usize) -> Self {
         use rayon::prelude::*;
+        const PIECE: usize = 1 << 16;
         let nrows = row_offsets.len().saturating_sub(1);
-        (0..nrows)
+        (0..nrows.div_ceil(PIECE))
             .into_par_iter()
-            .with_min_len(1 << 16)
-            .fold(Tally::default, |mut t, r| {
-                t.add(row_offsets[r + 1].saturating_sub(row_offsets[r]) as usize);
+            .map(|p| {
+                // a tight serial loop per piece of rows
+                let mut t = Tally::default();
+                for w in row_offsets[p * PIECE..((p + 1) * PIECE).min(nrows) + 1].windows(2) {
+                    t.add(w[1].saturating_sub(w[0]) as usize);
+                }
                 t
             })
             .reduce(Tally::default, Tally::merge)
