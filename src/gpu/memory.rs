@@ -171,14 +171,16 @@ unsafe impl Send for Staging {}
 impl Staging {
     /// Allocates the buffers (`cuMemHostAlloc`) and events in the current context; `None`
     /// when [`PINNED_STAGING_ENV`] is `0`.
-    /// A driver that refuses the pinned memory (a host short of it) gives `None` too:
-    /// uploads then go from pageable memory, as with the variable set.
+    ///
+    /// A driver that refuses the pinned memory (a host short of it) or the events gives
+    /// `None` too: uploads then go from pageable memory, as with the variable set.
     pub(crate) fn new() -> Result<Option<Staging>> {
         if std::env::var(PINNED_STAGING_ENV).is_ok_and(|v| v.trim() == "0") {
             return Ok(None);
         }
         let flags = cust::event::EventFlags::DISABLE_TIMING;
-        let events = [super::Event::new(flags)?, super::Event::new(flags)?];
+        let (Ok(e0), Ok(e1)) = (super::Event::new(flags), super::Event::new(flags)) else { return Ok(None) };
+        let events = [e0, e1];
         let mut st = Staging { bufs: [std::ptr::null_mut(); 2], events, pending: [false; 2], broken: false };
         for b in &mut st.bufs {
             let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
