@@ -326,7 +326,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     constexpr unsigned PER_THREAD = ENTRIES / BT;
 
     if (row_tag & SPGPU_LONG_FLAG) {
-        // A chunk of a row longer than a stream block (up to CHUNK entries, in registers): when it is the whole row, it writes y. Otherwise its sum goes to
+        // A chunk of a row longer than a stream block (up to CHUNK entries, in registers):
+        // when it is the whole row, it writes y. Otherwise its sum goes to
         // partials[b], and the block of the row's last chunk adds them in chunk order and
         // writes y (chunk_done).
         const acc_t sum =
@@ -360,7 +361,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned lane = tid % tpr;
     const unsigned row = r0 + group;
     const bool active = group < rows && alpha != T(0);
-    // The group's row, as offsets relative to the block's first entry (below ENTRIES), read before the entries so that both loads are in flight at once.
+    // The group's row, as offsets relative to the block's first entry (below ENTRIES), read
+    // before the entries so that both loads are in flight at once.
     unsigned s = 0, e = 0;
     if (active) {
         s = unsigned(ldg(row_offsets + row) - e0);
@@ -536,8 +538,8 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
         const O e0 = ldg(chunk_entry + chunk);
         const unsigned n = unsigned(ldg(chunk_entry + chunk + 1) - e0);  // at most SPGPU_SELL_CHUNK
         __shared__ acc_t warp_sums[SPGPU_BLOCK / 32];
-        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK, SPGPU_BLOCK>(long_cols + e0, long_vals + e0, n, PlainX<T>{x}, alpha, tid,
-                                                         warp_sums, BlockSync{});
+        const acc_t sum = chunk_sum<T, SPGPU_SELL_CHUNK, SPGPU_BLOCK>(long_cols + e0, long_vals + e0, n,
+                                                                       PlainX<T>{x}, alpha, tid, warp_sums, BlockSync{});
         if (tid < 32) {
             const unsigned j = find_long_row(lr, chunk);  // warp-uniform: every lane reads the same
             chunk_done(lr.partials, ldg(lr.rows + 3 * j), ldg(lr.rows + 3 * j + 1), ldg(lr.rows + 3 * j + 2), chunk,
@@ -611,6 +613,24 @@ struct NarrowSlot {
     }
     static __device__ __forceinline__ unsigned short padding() { return SPGPU_NARROW_PADDING; }
 };
+// Slots slot0 + k * stride (k < width) of one row (`row`, its entries start..start + len of
+// cols and vals): the row's k-th entry while k < len, padding after.
+template <typename T, typename S>
+__device__ __forceinline__ void write_slots(u64 slot0, u64 stride, unsigned width, unsigned row, u64 start, u64 len,
+                                            const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                            typename S::type* __restrict__ out_cols, T* __restrict__ out_vals) {
+    for (unsigned k = 0; k < width; ++k) {
+        const u64 slot = slot0 + u64(k) * stride;
+        if (k < len) {
+            out_cols[slot] = S::of(ldcs(cols + start + k), row);
+            out_vals[slot] = ldcs(vals + start + k);
+        } else {
+            out_cols[slot] = S::padding();
+            out_vals[slot] = T(0);
+        }
+    }
+}
+
 template <typename T, typename S>
 __device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, const u64* __restrict__ row_offsets,
                                              const unsigned* __restrict__ cols, const T* __restrict__ vals,
@@ -620,17 +640,7 @@ __device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, con
         return;
     }
     const u64 start = row_offsets[r];
-    const u64 len = row_offsets[r + 1] - start;
-    for (unsigned k = 0; k < width; ++k) {
-        const u64 slot = u64(k) * nrows + r;
-        if (k < len) {
-            out_cols[slot] = S::of(ldcs(cols + start + k), r);
-            out_vals[slot] = ldcs(vals + start + k);
-        } else {
-            out_cols[slot] = S::padding();
-            out_vals[slot] = T(0);
-        }
-    }
+    write_slots<T, S>(r, nrows, width, r, start, row_offsets[r + 1] - start, cols, vals, out_cols, out_vals);
 }
 
 // SELL-C-sigma slots from CSR, on the device (src/gpu/sell.rs's upload): one thread per
@@ -656,16 +666,7 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         start = row_offsets[row];
         len = row_offsets[row + 1] - start;
     }
-    for (unsigned k = 0; k < width; ++k) {
-        const u64 slot = base + u64(k) * 32 + lane;
-        if (k < len) {
-            out_cols[slot] = S::of(ldcs(cols + start + k), row);
-            out_vals[slot] = ldcs(vals + start + k);
-        } else {
-            out_cols[slot] = S::padding();
-            out_vals[slot] = T(0);
-        }
-    }
+    write_slots<T, S>(base + lane, 32, width, row, start, len, cols, vals, out_cols, out_vals);
 }
 
 #define SPGPU_CSR_ARGS(T, O)                                                                               \

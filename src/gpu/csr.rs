@@ -402,7 +402,12 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
             }
         }
-        let mut blocks = (plan.kernel() == SpmvKernel::Balanced).then(|| RowBlocks::new(a.row_offsets()));
+        // Row blocks of the shape the matrix's columns suit (choose_shape); the hot-column
+        // kernel, if the device count later gives the matrix hot columns, runs the default
+        // shape, and only then are the blocks cut again.
+        let mut shape = (plan.kernel() == SpmvKernel::Balanced)
+            .then(|| choose_shape(a.row_offsets(), a.col_indices(), forced_shape));
+        let mut blocks = shape.as_ref().map(|(s, _)| RowBlocks::with_shape(a.row_offsets(), *s));
         let hot = match &blocks {
             Some(_) => plan_hot::<T>(ctx, a.nnz(), wide, hot_choice)?,
             None => None,
@@ -417,7 +422,12 @@ impl<T: Scalar> DeviceCsr<T> {
                 let offset = if wide { 8 } else { 4 };
                 (a.nrows() + 1) * offset
                     + a.nnz() * (4 + T::BYTES)
-                    + b.as_ref().map_or(0, |b| b.device_bytes(wide))
+                    // with hot columns the blocks become default ones, counted as twice the
+                    // larger blocks' bytes: an estimate, not a bound (a block takes 8 to 16
+                    // bytes for hundreds of entries, so a miss is a few bytes per thousand)
+                    + b.as_ref().map_or(0, |b| {
+                        b.device_bytes(wide) * if hot.is_some() && b.shape != RowShape::DEFAULT { 2 } else { 1 }
+                    })
                     + hot.as_ref().map_or(0, |h| h.device_bytes::<T>(a.ncols()))
             }
         } as u64;
@@ -485,15 +495,16 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
                 None => None,
             };
-            if let (None, Some(b)) = (&hot, blocks.as_mut()) {
-                // without hot columns, blocks of the shape the matrix's columns suit
-                let shaping = Instant::now();
-                let (shape, why) = choose_shape(a.row_offsets(), a.col_indices(), forced_shape);
-                if shape != b.shape {
-                    *b = RowBlocks::with_shape(a.row_offsets(), shape);
+            if let Some(b) = blocks.as_mut() {
+                match (&hot, shape.take()) {
+                    (None, Some((s, why))) => plan.set_blocks(s, why),
+                    (Some(_), _) if b.shape != RowShape::DEFAULT => {
+                        let cutting = Instant::now();
+                        *b = RowBlocks::new(a.row_offsets());
+                        preprocessing += cutting.elapsed();
+                    }
+                    _ => {}
                 }
-                preprocessing += shaping.elapsed();
-                plan.set_blocks(shape, why);
             }
             Storage::Csr {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
