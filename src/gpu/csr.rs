@@ -381,7 +381,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
-        let plan = SpmvPlan::with_choice(&stats, ctx.warp_size(), choice)?;
+        let plan = SpmvPlan::with_choice::<T>(&stats, ctx.warp_size(), choice)?;
         let mut plan = plan;
         let mut sell = None;
         if plan.kernel() == SpmvKernel::Sell {
@@ -602,7 +602,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// plan is then unchanged. [`Error::Cuda`] when reading the offsets or uploading the row
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
-        let plan = SpmvPlan::with_choice(&self.stats, self.ctx.warp_size(), choice)?;
+        let plan = SpmvPlan::with_choice::<T>(&self.stats, self.ctx.warp_size(), choice)?;
         let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
             (Storage::Ell(_), SpmvKernel::Ell) | (Storage::Sell(_), SpmvKernel::Sell) => {}

@@ -116,7 +116,7 @@ impl<T: Scalar> DeviceEll<T> {
                 Some(d)
             }
         };
-        let mut plan = SpmvPlan::for_ell(&stats, ctx.warp_size());
+        let mut plan = SpmvPlan::for_ell::<T>(&stats, ctx.warp_size());
         plan.set_narrow(cols.as_ref().is_some_and(SlotCols::is_narrow));
         let values = upload(a.values(), "ELL values")?;
         Ok(DeviceEll {
@@ -166,7 +166,7 @@ impl<T: Scalar> DeviceEll<T> {
             return Err(e.into());
         }
         let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX);
-        let mut plan = SpmvPlan::for_ell(stats, ctx.warp_size());
+        let mut plan = SpmvPlan::for_ell::<T>(stats, ctx.warp_size());
         plan.set_narrow(narrow && padded > 0); // no slots: nothing stored narrow
         let (mut slot_cols, mut values) = (None, None);
         if padded > 0 {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Error, Result, RowStats};
+use crate::{Error, Result, RowStats, Scalar};
 
 /// The thread counts per row that the vector CSR kernel is compiled for.
 pub const VECTOR_THREADS_PER_ROW: [u32; 5] = [2, 4, 8, 16, 32];
@@ -182,9 +182,18 @@ impl fmt::Display for KernelChoice {
 ///      cuSPARSE variant by 1.28x to 3.73x on the 35 SuiteSparse matrices it was chosen for
 ///      (f64 and f32).
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
-///    the mean): ELL from [`SpmvPlan::ELL_LONG_MIN_ROWS`] rows on (`longrows:50000`: 286 µs
-///    against 376 for cuSPARSE), else the fill rule's vector kernel (`longrows:20000`: 8
-///    threads, 123 µs against 155; `longrows:10000`: 16 threads, 59 against 81).
+///    the mean): ELL from [`SpmvPlan::ell_long_min_rows`] rows on (36000 for rows of up to
+///    1500 entries in `f64` or 400 in `f32`, more for longer rows: ELL's thread per row
+///    takes as long as the longest row, while the vector kernel streams long rows better
+///    the longer they are), else the vector kernel with the fill rule's threads per row,
+///    16 where that gives fewer than 8, doubled while a thread would walk more than
+///    [`SpmvPlan::LONG_ROW_STEPS`] (128) entries ([`SpmvPlan::long_row_threads`]). `longrows:50000`: ELL, 286 µs against 376 for
+///    cuSPARSE; `longrows:20000`: 8 threads, 123 µs against 155. Refitted on 2026-11-26 on
+///    60 matrices of 24000 to 56000 rows of 256 to 2500 entries (f64 and f32, every vector
+///    width and ELL), after rows of 2500 on 40000 rows had run ELL 1.7x slower than 32
+///    threads per row; on 48 others (28000 to 52000 rows of 320 to 3200) the rule's kernel
+///    took 1.012x the fastest one's time in geometric mean, worst 1.115x (the rule before:
+///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19).
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win.
@@ -226,20 +235,22 @@ impl fmt::Display for KernelChoice {
 /// use spgpu::RowStats;
 /// // a million rows of 5: ELL
 /// let big = RowStats::from_lengths(std::iter::repeat(5).take(1_000_000), 1_000_000);
-/// assert_eq!(SpmvPlan::from_stats(&big, 32).kernel(), SpmvKernel::Ell);
+/// assert_eq!(SpmvPlan::from_stats::<f64>(&big, 32).kernel(), SpmvKernel::Ell);
 /// // a million rows of 27 to 30: SELL
 /// let wide = RowStats::from_lengths((0..1_000_000).map(|i| 27 + i % 4), 1_000_000);
-/// assert_eq!(SpmvPlan::from_stats(&wide, 32).kernel(), SpmvKernel::Sell);
+/// assert_eq!(SpmvPlan::from_stats::<f64>(&wide, 32).kernel(), SpmvKernel::Sell);
 /// // 2000 rows of 27 cannot fill the GPU with eight threads per row: 32
 /// let small = RowStats::from_lengths(std::iter::repeat(27).take(2000), 2000);
-/// assert_eq!(SpmvPlan::from_stats(&small, 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-/// println!("{}", SpmvPlan::from_stats(&small, 32).explain());
+/// assert_eq!(SpmvPlan::from_stats::<f64>(&small, 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+/// println!("{}", SpmvPlan::from_stats::<f64>(&small, 32).explain());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpmvPlan {
     kernel: SpmvKernel,
     choice: KernelChoice,
     warp_size: u32,
+    /// The element type the plan was made for (`"f32"` or `"f64"`).
+    values: &'static str,
     nrows: usize,
     nnz: usize,
     mean: f64,
@@ -260,8 +271,28 @@ impl SpmvPlan {
     pub const SMALL_ROWS: usize = Self::FILL_THREADS / 2;
     /// ...and at most this many entries (their working set fits the L2: latency-bound).
     pub const SMALL_NNZ: usize = 1 << 22;
-    /// Rule 3: ELL runs even long rows from this many rows on (enough threads, one per row).
-    pub const ELL_LONG_MIN_ROWS: usize = 40_000;
+    /// Rule 3: ELL runs long, even rows from this many rows on (one thread per row: its time
+    /// follows the longest row, the vector kernel's the entry count), when the mean row is
+    /// at most the knee ([`Self::ELL_LONG_KNEE_F64`], [`Self::ELL_LONG_KNEE_F32`]); longer
+    /// rows need more ([`Self::ell_long_min_rows`]).
+    pub const ELL_LONG_MIN_ROWS: usize = 36_000;
+    /// Rule 3: the mean row length past which the vector kernel needs more `f64` rows to
+    /// lose to ELL: [`Self::ELL_LONG_SLOPE_F64`] more rows per doubling of the mean.
+    pub const ELL_LONG_KNEE_F64: f64 = 1500.0;
+    /// Rule 3: as [`Self::ELL_LONG_KNEE_F64`], for `f32` values.
+    pub const ELL_LONG_KNEE_F32: f64 = 400.0;
+    /// Rule 3: rows added to [`Self::ELL_LONG_MIN_ROWS`] per doubling of the mean past the
+    /// knee, `f64` values.
+    pub const ELL_LONG_SLOPE_F64: f64 = 10_000.0;
+    /// Rule 3: rows added to [`Self::ELL_LONG_MIN_ROWS`] per doubling of the mean past the
+    /// knee, `f32` values.
+    pub const ELL_LONG_SLOPE_F32: f64 = 8_000.0;
+    /// Rule 3: on long, even rows the vector kernel gets enough threads per row that none
+    /// walks more than this many entries of its row (at least the fill rule's count)...
+    pub const LONG_ROW_STEPS: f64 = 128.0;
+    /// ...and at least this many where the fill rule gives fewer than 8 (about 34000 rows or
+    /// more).
+    pub const LONG_ROW_THREADS: u32 = 16;
     /// Rule 2: rows are skewed when the longest exceeds this many times the mean...
     pub const SKEW_FACTOR: f64 = 4.0;
     /// ...and this many steps of the fill rule's threads per row.
@@ -285,10 +316,10 @@ impl SpmvPlan {
     /// SELL is refused when its slices would store more than this many slots per entry.
     pub const SELL_MAX_PADDING: f64 = 1.2;
 
-    /// The automatic plan for a CSR matrix with these statistics on a device of this warp
-    /// size (32 on NVIDIA GPUs).
-    pub fn from_stats(stats: &RowStats, warp_size: u32) -> SpmvPlan {
-        Self::with_choice(stats, warp_size, KernelChoice::Auto).expect("the automatic plan always applies to CSR")
+    /// The automatic plan for a CSR matrix of `T` values with these statistics on a device of
+    /// this warp size (32 on NVIDIA GPUs).
+    pub fn from_stats<T: Scalar>(stats: &RowStats, warp_size: u32) -> SpmvPlan {
+        Self::with_choice::<T>(stats, warp_size, KernelChoice::Auto).expect("the automatic plan always applies to CSR")
     }
 
     /// The plan for a CSR matrix with a kernel chosen by the user, or by the heuristic for
@@ -298,10 +329,10 @@ impl SpmvPlan {
     ///
     /// [`Error::InvalidArgument`] for a threads-per-row count that is not one of
     /// [`VECTOR_THREADS_PER_ROW`] or exceeds the warp size.
-    pub fn with_choice(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
+    pub fn with_choice<T: Scalar>(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
         let design = Self::design_threads_per_row(stats.mean, warp_size);
         let (kernel, reason) = match choice {
-            KernelChoice::Auto => Self::auto(stats, warp_size),
+            KernelChoice::Auto => Self::auto(stats, warp_size, T::BYTES),
             KernelChoice::Scalar => (SpmvKernel::Scalar, "forced by the user".to_string()),
             KernelChoice::Vector => (
                 SpmvKernel::Vector { threads_per_row: design },
@@ -332,6 +363,7 @@ impl SpmvPlan {
             kernel,
             choice,
             warp_size,
+            values: T::NAME,
             nrows: stats.nrows,
             nnz: stats.nnz,
             mean: stats.mean,
@@ -345,7 +377,7 @@ impl SpmvPlan {
     }
 
     /// The automatic choice and its reason (the rule in the type docs).
-    fn auto(stats: &RowStats, warp_size: u32) -> (SpmvKernel, String) {
+    fn auto(stats: &RowStats, warp_size: u32, value_bytes: usize) -> (SpmvKernel, String) {
         let fill = Self::fill_threads_per_row(stats, warp_size);
         if stats.nnz == 0 {
             return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
@@ -372,17 +404,33 @@ impl SpmvPlan {
         }
         let pad = stats.max as f64 * stats.nrows as f64 / stats.nnz as f64;
         if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
-            if stats.nrows >= Self::ELL_LONG_MIN_ROWS && pad <= Self::ELL_AUTO_PADDING {
+            let min_rows = Self::ell_long_min_rows(stats.mean, value_bytes);
+            if stats.nrows >= min_rows && pad <= Self::ELL_AUTO_PADDING {
                 return (
                     SpmvKernel::Ell,
                     format!(
-                        "long, even rows (mean {:.2} >= {}, longest {} <= 2 x mean) and {} rows (>= {}): ELL, \
-                         padding {pad:.3} slots per entry",
+                        "long, even rows (mean {:.2} >= {}, longest {} <= 2 x mean) and {} rows (>= {min_rows} \
+                         for this mean and {value_bytes}-byte values): ELL, padding {pad:.3} slots per entry",
                         stats.mean,
                         Self::LONG_MEAN,
                         stats.max,
                         stats.nrows,
-                        Self::ELL_LONG_MIN_ROWS
+                    ),
+                );
+            }
+            let t = Self::long_row_threads(stats.mean, fill, warp_size);
+            if t > fill {
+                return (
+                    SpmvKernel::Vector { threads_per_row: t },
+                    format!(
+                        "long, even rows (mean {:.2} >= {}) on {} rows (< {min_rows} for ELL with this mean and \
+                         {value_bytes}-byte values): {t} threads per row (the fill rule gives {fill}; at least {} \
+                         where it gives fewer than 8, and none walks more than {} entries of its row)",
+                        stats.mean,
+                        Self::LONG_MEAN,
+                        stats.nrows,
+                        Self::LONG_ROW_THREADS,
+                        Self::LONG_ROW_STEPS
                     ),
                 );
             }
@@ -510,13 +558,14 @@ impl SpmvPlan {
         self.hot.is_some()
     }
 
-    /// The plan of an ELLPACK matrix (always the ELL kernel); `stats` are its rows'
-    /// statistics.
-    pub fn for_ell(stats: &RowStats, warp_size: u32) -> SpmvPlan {
+    /// The plan of an ELLPACK matrix of `T` values (always the ELL kernel); `stats` are its
+    /// rows' statistics.
+    pub fn for_ell<T: Scalar>(stats: &RowStats, warp_size: u32) -> SpmvPlan {
         SpmvPlan {
             kernel: SpmvKernel::Ell,
             choice: KernelChoice::Ell,
             warp_size,
+            values: T::NAME,
             nrows: stats.nrows,
             nnz: stats.nnz,
             mean: stats.mean,
@@ -552,6 +601,51 @@ impl SpmvPlan {
         t
     }
 
+    /// Rule 3: the fewest rows from which ELL runs long, even rows of this mean length and
+    /// element size: [`Self::ELL_LONG_MIN_ROWS`], plus the slope per doubling of the mean
+    /// past the knee (`f64`: 10000 rows past 1500 entries; 4-byte values: 8000 past 400).
+    /// ELL's time follows the longest row (a thread per row), the vector kernel's the
+    /// entries, and the vector kernel streams rows better the longer they are, `f32` rows
+    /// sooner than `f64` ones.
+    ///
+    /// ```
+    /// use spgpu::gpu::SpmvPlan;
+    /// assert_eq!(SpmvPlan::ell_long_min_rows(1000.0, 8), 36_000);
+    /// assert_eq!(SpmvPlan::ell_long_min_rows(3000.0, 8), 46_000);
+    /// assert_eq!(SpmvPlan::ell_long_min_rows(300.0, 4), 36_000);
+    /// assert_eq!(SpmvPlan::ell_long_min_rows(1600.0, 4), 52_000);
+    /// ```
+    pub fn ell_long_min_rows(mean: f64, value_bytes: usize) -> usize {
+        let (knee, slope) = if value_bytes <= 4 {
+            (Self::ELL_LONG_KNEE_F32, Self::ELL_LONG_SLOPE_F32)
+        } else {
+            (Self::ELL_LONG_KNEE_F64, Self::ELL_LONG_SLOPE_F64)
+        };
+        let doublings = if mean > knee { (mean / knee).log2() } else { 0.0 };
+        Self::ELL_LONG_MIN_ROWS + (slope * doublings).round() as usize
+    }
+
+    /// Rule 3: threads per row of the vector kernel on long, even rows. When the rows are
+    /// so many that the fill rule gives fewer than 8, [`Self::LONG_ROW_THREADS`] (16);
+    /// otherwise the fill rule's `fill`, doubled while a thread would walk more than
+    /// [`Self::LONG_ROW_STEPS`] entries of a row of `mean` entries. At most the warp and 32.
+    ///
+    /// ```
+    /// use spgpu::gpu::SpmvPlan;
+    /// assert_eq!(SpmvPlan::long_row_threads(1000.0, 4, 32), 16);
+    /// assert_eq!(SpmvPlan::long_row_threads(1000.0, 8, 32), 8);
+    /// assert_eq!(SpmvPlan::long_row_threads(2500.0, 8, 32), 32);
+    /// assert_eq!(SpmvPlan::long_row_threads(2500.0, 8, 16), 16);
+    /// ```
+    pub fn long_row_threads(mean: f64, fill: u32, warp_size: u32) -> u32 {
+        let cap = warp_size.clamp(2, 32);
+        let mut t = if fill < 8 { Self::LONG_ROW_THREADS } else { fill };
+        while t < cap && mean / f64::from(t) > Self::LONG_ROW_STEPS {
+            t *= 2;
+        }
+        t.min(cap).max(fill)
+    }
+
     /// The design rule's threads per row: the largest power of two not above `mean`,
     /// clamped to `2..=min(warp_size, 32)`.
     ///
@@ -585,6 +679,16 @@ impl SpmvPlan {
         self.warp_size
     }
 
+    /// The element type the plan was made for: `"f32"` or `"f64"`.
+    pub fn values(&self) -> &'static str {
+        self.values
+    }
+
+    /// Why the plan chose its kernel (the `why:` line of [`explain`](SpmvPlan::explain)).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
     /// ELL slots per stored entry if the matrix were stored as ELLPACK (`max * nrows / nnz`;
     /// 1 for an empty matrix).
     pub fn ell_padding(&self) -> f64 {
@@ -599,8 +703,8 @@ impl SpmvPlan {
     /// matrix better.
     pub fn explain(&self) -> String {
         let mut s = format!(
-            "SpMV plan: {} [{}]\n  {} rows, {} entries, mean row {:.2}, max row {}\n  why: {}",
-            self.kernel, self.choice, self.nrows, self.nnz, self.mean, self.max, self.reason
+            "SpMV plan: {} [{}]\n  {} rows, {} entries, mean row {:.2}, max row {}, {} values\n  why: {}",
+            self.kernel, self.choice, self.nrows, self.nnz, self.mean, self.max, self.values, self.reason
         );
         if let Some((device, csr)) = self.memory {
             let extra = device as f64 / csr.max(1) as f64 - 1.0;
@@ -647,34 +751,34 @@ mod tests {
 
     #[test]
     fn many_short_even_rows_are_ell() {
-        let p = SpmvPlan::from_stats(&stats(&[5; MANY]), 32);
+        let p = SpmvPlan::from_stats::<f64>(&stats(&[5; MANY]), 32);
         assert_eq!(p.kernel(), SpmvKernel::Ell);
         assert!(p.explain().contains("ELL pads 1.000"), "{}", p.explain());
         // a few shorter rows (a grid's boundary) keep ELL while the padding stays within 2%
         let mut l = vec![5; MANY];
         l[..MANY / 100].fill(4);
-        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Ell);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Ell);
         // rows past 32 entries are not ELL's
-        assert_ne!(SpmvPlan::from_stats(&stats(&[40; MANY]), 32).kernel(), SpmvKernel::Ell);
+        assert_ne!(SpmvPlan::from_stats::<f64>(&stats(&[40; MANY]), 32).kernel(), SpmvKernel::Ell);
     }
 
     #[test]
     fn uneven_short_rows_are_sell_and_tails_balanced() {
         // 3 to 30 entries: SELL
         let l: Vec<usize> = (0..MANY).map(|i| 3 + i % 28).collect();
-        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        let p = SpmvPlan::from_stats::<f64>(&stats(&l), 32);
         assert_eq!(p.kernel(), SpmvKernel::Sell, "{}", p.explain());
         // a few very long rows (circuit-like) do not stop SELL: they go in chunks
         let mut l = l.clone();
         l[10] = 60_000;
         l[20] = 30_000;
-        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Sell);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Sell);
         // rows of 300 among rows of 4 (a tail) holding more than 2% of the entries: balanced
         let mut l = vec![4; MANY];
         for r in (0..MANY).step_by(50) {
             l[r] = 300;
         }
-        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        let p = SpmvPlan::from_stats::<f64>(&stats(&l), 32);
         assert!(SpmvPlan::tail_fraction(&stats(&l)) > SpmvPlan::SELL_MAX_TAIL);
         assert_eq!(p.kernel(), SpmvKernel::Balanced, "{}", p.explain());
         assert!(p.explain().contains("row blocks"), "{}", p.explain());
@@ -684,16 +788,53 @@ mod tests {
     fn elasticity_rows_are_sell() {
         // 81 per interior row, fewer on the boundary: no tail, SELL
         let l: Vec<usize> = (0..MANY).map(|i| if i % 10 == 0 { 54 } else { 81 }).collect();
-        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Sell);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Sell);
     }
 
     #[test]
     fn long_even_rows_get_a_sub_warp() {
         // on many rows, ELL (one thread per row) streams them best
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1000; 50_000]), 32).kernel(), SpmvKernel::Ell);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[1000; 50_000]), 32).kernel(), SpmvKernel::Ell);
         // 20000 rows of 1000 (longrows) are few rows: 8 threads fill the GPU
         assert_eq!(
-            SpmvPlan::from_stats(&stats(&[1000; 20_000]), 32).kernel(),
+            SpmvPlan::from_stats::<f64>(&stats(&[1000; 20_000]), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 8 }
+        );
+    }
+
+    #[test]
+    fn long_even_rows_depend_on_the_element_type_and_length() {
+        let rows = |n: usize, len: usize| stats(&vec![len; n]);
+        // 45000 rows of 1000: ELL for f64 (from 36000 rows), the vector kernel for f32 (from
+        // 46575: 8000 more rows per doubling of the mean past 400)
+        assert_eq!(SpmvPlan::ell_long_min_rows(1000.0, 4), 46_575);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&rows(45_000, 1000), 32).kernel(), SpmvKernel::Ell);
+        let single = SpmvPlan::from_stats::<f32>(&rows(45_000, 1000), 32);
+        assert_eq!(single.kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+        assert_eq!(single.values(), "f32");
+        assert!(single.explain().contains("f32 values"), "{}", single.explain());
+        assert!(single.reason().contains("< 46575 for ELL"), "{}", single.reason());
+        assert!(single.reason().contains("the fill rule gives 4"), "{}", single.reason());
+        // the thresholds, exactly
+        assert_eq!(SpmvPlan::from_stats::<f32>(&rows(46_575, 1000), 32).kernel(), SpmvKernel::Ell);
+        assert_ne!(SpmvPlan::from_stats::<f64>(&rows(35_999, 1000), 32).kernel(), SpmvKernel::Ell);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&rows(36_000, 1000), 32).kernel(), SpmvKernel::Ell);
+        // rows of 2500 on 40000 rows: f64 needs 43370 rows for ELL; 32 threads walk 79 each
+        assert_eq!(SpmvPlan::ell_long_min_rows(2500.0, 8), 43_370);
+        assert_eq!(
+            SpmvPlan::from_stats::<f64>(&rows(40_000, 2500), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 32 }
+        );
+        // rows of 300: the fill rule already gives enough threads below 36000 rows
+        assert_eq!(
+            SpmvPlan::from_stats::<f32>(&rows(30_000, 300), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 8 }
+        );
+        assert_eq!(SpmvPlan::from_stats::<f32>(&rows(36_000, 300), 32).kernel(), SpmvKernel::Ell);
+        // a warp of 8 lanes caps the threads
+        assert_eq!(SpmvPlan::long_row_threads(2500.0, 4, 8), 8);
+        assert_eq!(
+            SpmvPlan::from_stats::<f32>(&rows(40_000, 1000), 8).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
         );
     }
@@ -701,46 +842,58 @@ mod tests {
     #[test]
     fn few_rows_fill_the_gpu_unless_skewed() {
         // dense2-like: 2000 rows of 2000: 32 threads per row
-        let p = SpmvPlan::from_stats(&stats(&[2000; 2000]), 32);
+        let p = SpmvPlan::from_stats::<f64>(&stats(&[2000; 2000]), 32);
         assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
         assert!(p.explain().contains("(2000 rows, 4000000 entries)"), "{}", p.explain());
         // the longest row bounds the threads: rows of at most 12 get 16
         assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&[12; 500]), 32), 16);
         // one thread per row when the rows alone fill the GPU
-        assert_eq!(SpmvPlan::from_stats(&stats(&[1; 100_000]), 32).kernel(), SpmvKernel::Scalar);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[1; 100_000]), 32).kernel(), SpmvKernel::Scalar);
         // hangGlider_2-like: one row of 1463 among rows of 9: balanced
         let mut l = vec![9; 1647];
         l[100] = 1463;
-        let p = SpmvPlan::from_stats(&stats(&l), 32);
+        let p = SpmvPlan::from_stats::<f64>(&stats(&l), 32);
         assert_eq!(p.kernel(), SpmvKernel::Balanced);
         assert!(p.explain().contains("skewed"), "{}", p.explain());
         // a long row that a warp covers in a few steps keeps the vector kernel
         let mut l = vec![9; 1647];
         l[100] = 150;
-        assert_eq!(SpmvPlan::from_stats(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 32 });
         // the warp size still caps the threads
-        assert_eq!(SpmvPlan::from_stats(&stats(&[100; 100]), 16).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+        assert_eq!(
+            SpmvPlan::from_stats::<f64>(&stats(&[100; 100]), 16).kernel(),
+            SpmvKernel::Vector { threads_per_row: 16 }
+        );
     }
 
     #[test]
     fn empty_matrices_have_a_plan() {
-        assert_eq!(SpmvPlan::from_stats(&stats(&[]), 32).kernel(), SpmvKernel::Scalar);
-        assert_eq!(SpmvPlan::from_stats(&stats(&[0; 9]), 32).kernel(), SpmvKernel::Scalar);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[]), 32).kernel(), SpmvKernel::Scalar);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[0; 9]), 32).kernel(), SpmvKernel::Scalar);
     }
 
     #[test]
     fn forced_kernels_are_checked() {
         let s = stats(&[5; 10]);
         assert_eq!(
-            SpmvPlan::with_choice(&s, 32, KernelChoice::VectorTpr(32)).unwrap().kernel(),
+            SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::VectorTpr(32)).unwrap().kernel(),
             SpmvKernel::Vector { threads_per_row: 32 }
         );
-        assert!(matches!(SpmvPlan::with_choice(&s, 16, KernelChoice::VectorTpr(32)), Err(Error::InvalidArgument(_))));
-        assert!(matches!(SpmvPlan::with_choice(&s, 32, KernelChoice::VectorTpr(6)), Err(Error::InvalidArgument(_))));
-        assert_eq!(SpmvPlan::with_choice(&s, 32, KernelChoice::Ell).unwrap().kernel(), SpmvKernel::Ell);
-        assert_eq!(SpmvPlan::with_choice(&s, 32, KernelChoice::Balanced).unwrap().kernel(), SpmvKernel::Balanced);
+        assert!(matches!(
+            SpmvPlan::with_choice::<f64>(&s, 16, KernelChoice::VectorTpr(32)),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::VectorTpr(6)),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::Ell).unwrap().kernel(), SpmvKernel::Ell);
         assert_eq!(
-            SpmvPlan::with_choice(&s, 32, KernelChoice::Vector).unwrap().kernel(),
+            SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::Balanced).unwrap().kernel(),
+            SpmvKernel::Balanced
+        );
+        assert_eq!(
+            SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::Vector).unwrap().kernel(),
             SpmvKernel::Vector { threads_per_row: 4 }
         );
     }

@@ -312,7 +312,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
                 let mut choice = KernelChoice::Auto;
                 if args.format == "csr" {
-                    let plan = SpmvPlan::from_stats(&a.row_stats(), ctx.warp_size());
+                    let plan = SpmvPlan::from_stats::<T>(&a.row_stats(), ctx.warp_size());
                     if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
                         choice = KernelChoice::Balanced;
                     }

@@ -2,8 +2,8 @@
 //!
 //! Prints the Matrix Market banner, the dimensions, the stored and expanded entry counts,
 //! the row-length statistics and histogram, the structural and numerical symmetry, and the
-//! SpMV plan the GPU code would choose ([`SpmvPlan::from_stats`] with a warp of 32; no GPU
-//! is needed).
+//! SpMV plan the GPU code would choose ([`SpmvPlan::from_stats`] with a warp of 32, for f64
+//! values and, where it differs, f32; no GPU is needed).
 
 use spgpu::gpu::SpmvPlan;
 use spgpu::{io, CsrMatrix};
@@ -108,7 +108,13 @@ pub fn run(args: Args) -> CliResult {
             )?;
         }
     }
-    // The plan the GPU code would choose (warp of 32); its text starts "SpMV plan:".
-    outln!("{}", SpmvPlan::from_stats(&stats, 32).explain().trim_end())?;
+    // The plan the GPU code would choose (warp of 32) for f64 values; its text starts
+    // "SpMV plan:". A rule that depends on the element type may choose otherwise for f32.
+    let plan = SpmvPlan::from_stats::<f64>(&stats, 32);
+    outln!("{}", plan.explain().trim_end())?;
+    let single = SpmvPlan::from_stats::<f32>(&stats, 32);
+    if single.kernel() != plan.kernel() {
+        outln!("  with f32 values: {} ({})", single.kernel(), single.reason())?;
+    }
     Ok(())
 }
