@@ -85,6 +85,11 @@ fn after_help() -> String {
             Suite::Validate.specs(),
         ),
         ("check", "a third set of sizes and seeds, for rules revised after validate", Suite::Check.specs()),
+        (
+            "shapes",
+            "other shapes of the same classes (short, wide and banded rows, denser and sparser graphs)",
+            Suite::Shapes.specs(),
+        ),
     ] {
         s += &format!("  {name:<9} {what}:\n");
         let mut line = String::from("            ");
@@ -127,8 +132,8 @@ pub struct Args {
     /// longrows:20000 (repeatable; see `spgpu gen`).
     #[arg(long = "gen", value_name = "NAME")]
     pub gens: Vec<String>,
-    /// A named set of generated matrices: large (the fit set), validate or check (repeatable;
-    /// combines with paths and --gen; listed below).
+    /// A named set of generated matrices: large (the fit set), validate, check or shapes
+    /// (repeatable; combines with paths and --gen; listed below).
     #[arg(long = "suite", value_enum, value_name = "NAME")]
     pub suites: Vec<Suite>,
     /// The spgpu kernels to run, comma-separated, for example auto,balanced,ell,vector:8
@@ -544,14 +549,14 @@ fn bench_matrix<T: CpuScalar>(
     let mut y = DeviceVector::<T>::zeros(ctx, a.nrows())?;
     // the plan: its upload must work (the summary is about it)
     let (auto, upload) = upload_timed(ctx, a, KernelChoice::Auto)?;
-    info.plan = auto.plan().kernel().to_string();
+    let mut label = auto.plan().kernel().to_string();
     if auto.plan().hot_columns() {
-        info.plan += " + hot columns";
+        label += " + hot columns";
     }
     if let Some(shape) = auto.plan().row_shape().filter(|&s| s != spgpu::gpu::balance::RowShape::DEFAULT) {
-        info.plan += &format!(" + {}-thread blocks", shape.threads);
+        label += &format!(" + {}-thread blocks", shape.threads);
     }
-    info.plan_explain = auto.plan().explain();
+    info.set_plan(T::NAME, label, auto.plan().explain());
     let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
     gpu_case(env, a, name, &case, &mut x, &mut y, 1, &spmv(&auto), &mut sink)?;

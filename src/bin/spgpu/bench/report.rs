@@ -54,14 +54,34 @@ pub struct MatrixInfo {
     pub std_row: f64,
     /// Rows with no entries.
     pub empty_rows: usize,
-    /// The plan's choice of kernel.
+    /// The plan's choice of kernel for the first precision run.
     pub plan: String,
-    /// The plan's explanation of its choice ([`spgpu::gpu::SpmvPlan::explain`]).
+    /// The plan's explanation of that choice ([`spgpu::gpu::SpmvPlan::explain`]).
     pub plan_explain: String,
+    /// The plan's choice per precision (`"f64"`, `"f32"`): the plan depends on the element
+    /// type, so each precision's rows report their own ([`MatrixInfo::plan_for`]).
+    pub plans: Vec<(&'static str, String)>,
     /// Why the matrix was skipped, when it was (then no measurement refers to it).
     pub skipped: Option<String>,
     /// Seconds spent generating or reading it, on the host (NaN when unknown).
     pub load_seconds: f64,
+}
+
+impl MatrixInfo {
+    /// The plan's choice for `scalar`, or for the first precision run when that one was not.
+    pub fn plan_for(&self, scalar: &str) -> &str {
+        self.plans.iter().find(|(s, _)| *s == scalar).map_or(&self.plan, |(_, p)| p)
+    }
+
+    /// Records the plan's choice for `scalar` (the first one also as [`MatrixInfo::plan`]).
+    pub fn set_plan(&mut self, scalar: &'static str, plan: String, explain: String) {
+        if self.plans.is_empty() {
+            self.plan = plan.clone();
+            self.plan_explain = explain;
+        }
+        self.plans.retain(|(s, _)| *s != scalar);
+        self.plans.push((scalar, plan));
+    }
 }
 
 /// One timed implementation on one matrix and precision.
@@ -176,7 +196,7 @@ pub fn matrix_block(m: &MatrixInfo, scalar: &str, rows: &[&Measurement]) -> Stri
         m.max_row,
         m.std_row,
         m.empty_rows,
-        m.plan,
+        m.plan_for(scalar),
         if m.source.starts_with("gen:") { "generated" } else { "read" },
         fmt_sig(m.load_seconds)
     );
@@ -279,7 +299,7 @@ pub fn to_csv(r: &Report) -> String {
             info.nnz,
             info.mean_row,
             info.max_row,
-            csv_field(&info.plan),
+            csv_field(info.plan_for(m.scalar)),
             csv_field(&m.implementation),
             m.method.name(),
             m.seconds * 1e6,
@@ -361,8 +381,8 @@ pub fn to_json(r: &Report) -> String {
         .map(|m| {
             format!(
                 "    {{\"name\": {}, \"source\": {}, \"rows\": {}, \"cols\": {}, \"nnz\": {}, \"mean_row\": {}, \
-                 \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"plan_explain\": {}, \
-                 \"skipped\": {}, \"load_s\": {}}}",
+                 \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"plans\": {{{}}}, \
+                 \"plan_explain\": {}, \"skipped\": {}, \"load_s\": {}}}",
                 json_str(&m.name),
                 json_str(&m.source),
                 m.rows,
@@ -373,6 +393,7 @@ pub fn to_json(r: &Report) -> String {
                 json_num(m.std_row),
                 m.empty_rows,
                 json_str(&m.plan),
+                m.plans.iter().map(|(s, p)| format!("{}: {}", json_str(s), json_str(p))).collect::<Vec<_>>().join(", "),
                 json_str(&m.plan_explain),
                 m.skipped.as_deref().map_or_else(|| "null".into(), json_str),
                 json_num(m.load_seconds)
@@ -608,10 +629,14 @@ pub fn from_csv(text: &str) -> Result<Report, String> {
                 nnz: int(4)? as usize,
                 mean_row: num(5)?,
                 max_row: int(6)? as usize,
-                plan: get(7).to_string(),
                 load_seconds: opt(24)?,
                 ..Default::default()
             });
+        }
+        if let Some(info) = r.matrices.iter_mut().find(|m| m.name == get(0)) {
+            if !info.plans.iter().any(|(s, _)| *s == scalar) {
+                info.set_plan(scalar, get(7).to_string(), String::new());
+            }
         }
         let l2 = opt_int(25)?;
         if l2 > 0 && !l2s.contains(&l2) {
@@ -775,6 +800,36 @@ mod tests {
         assert!(from_csv(&broken).unwrap_err().contains("line 2: bad timing \"sometimes\""));
         let mixed = to_csv(&a).replacen(",62914560\n", ",52428800\n", 1);
         assert!(from_csv(&mixed).unwrap_err().contains("different L2 sizes"));
+    }
+
+    #[test]
+    fn each_precision_keeps_its_own_plan() {
+        // the plan depends on the element type: rows of 1000 on 45000 rows are ELL in f64
+        // and the vector kernel in f32
+        let mut a = sample();
+        a.matrices[0].plan = String::new();
+        a.matrices[0].set_plan("f64", "ell".into(), "SpMV plan: ell".into());
+        a.matrices[0].set_plan("f32", "csr vector (16 threads per row)".into(), String::new());
+        let mut single = a.measurements[1].clone();
+        single.scalar = "f32";
+        a.measurements.push(single);
+        assert_eq!(a.matrices[0].plan, "ell", "the first precision's plan stays the matrix's");
+        assert_eq!(a.matrices[0].plan_explain, "SpMV plan: ell");
+        let c = to_csv(&a);
+        assert!(
+            c.lines().any(|l| l.starts_with("lap2d:2000,f32,") && l.contains(",csr vector (16 threads per row),")),
+            "{c}"
+        );
+        assert!(c.lines().any(|l| l.starts_with("lap2d:2000,f64,") && l.contains(",ell,")), "{c}");
+        let b = from_csv(&c).unwrap();
+        assert_eq!(b.matrices[0].plan_for("f32"), "csr vector (16 threads per row)");
+        assert_eq!(b.matrices[0].plan_for("f64"), "ell");
+        let rows = summary::matrices(&b);
+        let plan_of = |scalar: &str| rows.iter().find(|m| m.scalar == scalar).unwrap().plan.clone();
+        assert_eq!(plan_of("f32"), "csr vector (16 threads per row)");
+        assert_eq!(plan_of("f64"), "ell");
+        let refs: Vec<&Measurement> = a.measurements.iter().filter(|m| m.scalar == "f32").collect();
+        assert!(matrix_block(&a.matrices[0], "f32", &refs).lines().next().unwrap().contains("plan: csr vector"));
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //!   stencils have no seed, so only their size changes.
 //! - **`check`** is a third set of sizes and seeds, for a rule changed after `validate`
 //!   showed a misfit: a rule fitted with the help of `validate` is checked on `check`.
+//! - **`shapes`** takes the same classes to other shapes: short and wide random rows,
+//!   banded matrices, a denser and a sparser R-MAT graph, larger power-law, web-like,
+//!   circuit-like and geometric graphs, larger stencils. First run on 2026-11-26 before any
+//!   rule had seen it (`docs/perf/2026-11-26-unseen.*`); its `longrows:40000:13` then
+//!   showed the misfit that rule 3 was refitted for.
 //!
 //! The specs are those of `spgpu gen` ([`spgpu::gen::from_spec`]); a spec the generator
 //! does not know fails when the matrix is generated, and the run goes on without it (a
@@ -25,6 +30,9 @@ pub enum Suite {
     Validate,
     /// A third set of sizes and seeds, for rules revised after `validate`.
     Check,
+    /// Other shapes of the same classes (short, wide and banded rows, denser and sparser
+    /// graphs).
+    Shapes,
 }
 
 /// The `large` suite (see the module docs).
@@ -78,6 +86,26 @@ pub const CHECK: [&str; 12] = [
     "elast:60",
 ];
 
+/// The `shapes` suite (see the module docs).
+pub const SHAPES: [&str; 16] = [
+    "uniform:4000000:4000000:4:3",
+    "uniform:1000000:1000000:48:5",
+    "uniform:500000:8000000:24:2",
+    "powerlaw:6000000:13",
+    "rmat:20:40:9",
+    "rmat:23:4:3",
+    "web:6000000:17",
+    "circuit:6000000:8",
+    "geo:6000000:4",
+    "banded:4000000:8",
+    "banded:300000:100",
+    "longrows:40000:13",
+    "elast:75",
+    "lap3d:200",
+    "graphlap:rmat:21:8:5",
+    "stencil27:130",
+];
+
 impl Suite {
     /// The generator specs of the suite, in run order.
     pub fn specs(self) -> &'static [&'static str] {
@@ -85,6 +113,7 @@ impl Suite {
             Suite::Large => &LARGE,
             Suite::Validate => &VALIDATE,
             Suite::Check => &CHECK,
+            Suite::Shapes => &SHAPES,
         }
     }
 }
@@ -95,24 +124,27 @@ mod tests {
 
     #[test]
     fn suites_are_disjoint_and_without_repeats() {
-        for s in [Suite::Large, Suite::Validate, Suite::Check] {
+        for s in [Suite::Large, Suite::Validate, Suite::Check, Suite::Shapes] {
             let specs = s.specs();
             for (i, a) in specs.iter().enumerate() {
                 assert!(!specs[i + 1..].contains(a), "{a} twice in {s:?}");
             }
         }
         for a in LARGE {
-            assert!(!VALIDATE.contains(&a) && !CHECK.contains(&a), "{a} is in two suites");
+            assert!(!VALIDATE.contains(&a) && !CHECK.contains(&a) && !SHAPES.contains(&a), "{a} is in two suites");
         }
         for a in VALIDATE {
-            assert!(!CHECK.contains(&a), "{a} is in two suites");
+            assert!(!CHECK.contains(&a) && !SHAPES.contains(&a), "{a} is in two suites");
+        }
+        for a in CHECK {
+            assert!(!SHAPES.contains(&a), "{a} is in two suites");
         }
     }
 
     #[test]
     fn every_spec_parses() {
         // the size estimate parses the spec without building anything
-        for spec in LARGE.iter().chain(VALIDATE.iter()).chain(CHECK.iter()) {
+        for spec in LARGE.iter().chain(VALIDATE.iter()).chain(CHECK.iter()).chain(SHAPES.iter()) {
             let bytes = spgpu::gen::estimate_host_bytes::<f64>(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
             assert!(bytes > 60 << 20, "{spec}: {bytes} bytes is not larger than the L2");
         }

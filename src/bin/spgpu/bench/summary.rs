@@ -142,7 +142,7 @@ pub fn matrices(r: &Report) -> Vec<MatrixSummary> {
                 working_set,
                 rows: info.map_or(0, |i| i.rows),
                 nnz: info.map_or(0, |i| i.nnz),
-                plan: info.map_or_else(String::new, |i| i.plan.clone()),
+                plan: info.map_or_else(String::new, |i| i.plan_for(scalar).to_string()),
                 auto: fastest(ms(), |i| i == "spgpu-auto"),
                 best_spgpu: fastest(ms(), |i| i.starts_with("spgpu-")),
                 best_cusparse: fastest(ms(), |i| i.starts_with("cusparse")),
