@@ -14,7 +14,7 @@ use super::positions::{positions_need_64_bits, shifted, Positions};
 use super::sell::{decode_narrow, SellLayout, SellMatrix};
 use super::vector::{download, ptr_of, upload};
 use super::Stream;
-use super::{kernels, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
+use super::{kernels, ColumnLayout, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::{CsrMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
 
@@ -60,6 +60,9 @@ pub struct DeviceCsr<T: Scalar> {
     /// 0, except for matrices uploaded by tests with shifted positions
     /// ([`upload_with_entry_base`](DeviceCsr::upload_with_entry_base)).
     entry_base: u64,
+    /// Where the columns lie, when the upload looked for the plan
+    /// ([`SpmvPlan::column_layout`]); kept so that `set_kernel(Auto)` plans alike.
+    columns: Option<ColumnLayout>,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -381,7 +384,8 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
-        let plan = SpmvPlan::with_choice::<T>(&stats, ctx.warp_size(), choice)?;
+        let columns = SpmvPlan::column_layout(a, &stats, choice);
+        let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
         let mut plan = plan;
         let mut sell = None;
         if plan.kernel() == SpmvKernel::Sell {
@@ -455,7 +459,7 @@ impl<T: Scalar> DeviceCsr<T> {
             // too
             let converting = Instant::now();
             let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
-            let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit)?;
+            let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit, columns.map(|c| c == ColumnLayout::Narrow))?;
             preprocessing += converting.elapsed();
             plan.set_narrow(ell.narrow_columns());
             Storage::Ell(Box::new(ell))
@@ -525,6 +529,7 @@ impl<T: Scalar> DeviceCsr<T> {
             preprocessing,
             launches: std::sync::Mutex::new(()),
             entry_base: base,
+            columns,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         d.note_hot();
@@ -602,7 +607,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// plan is then unchanged. [`Error::Cuda`] when reading the offsets or uploading the row
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
-        let plan = SpmvPlan::with_choice::<T>(&self.stats, self.ctx.warp_size(), choice)?;
+        let plan = SpmvPlan::with_columns::<T>(&self.stats, self.ctx.warp_size(), choice, self.columns)?;
         let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
             (Storage::Ell(_), SpmvKernel::Ell) | (Storage::Sell(_), SpmvKernel::Sell) => {}

@@ -148,16 +148,18 @@ impl<T: Scalar> DeviceEll<T> {
     /// allocation or a copy fails.
     pub fn from_csr(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
         let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
-        Self::from_csr_with(ctx, a, &a.row_stats(), limit)
+        Self::from_csr_with(ctx, a, &a.row_stats(), limit, None)
     }
 
-    /// [`from_csr`](Self::from_csr) with the row statistics already made and a padding limit
-    /// in slots.
+    /// [`from_csr`](Self::from_csr) with the row statistics already made, a padding limit
+    /// in slots, and, when already known, whether the columns are narrow
+    /// ([`narrow::fits`] of every row; `None`: checked here).
     pub(crate) fn from_csr_with(
         ctx: &'static Context,
         a: &CsrMatrix<T>,
         stats: &RowStats,
         max_slots: usize,
+        known_narrow: Option<bool>,
     ) -> Result<Self> {
         let (nrows, width) = (a.nrows(), stats.max);
         let padded = width.saturating_mul(nrows);
@@ -165,7 +167,8 @@ impl<T: Scalar> DeviceEll<T> {
             let e = FormatError::EllPaddingLimit { width, nrows, nnz: a.nnz(), padded, limit: max_slots };
             return Err(e.into());
         }
-        let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX);
+        let narrow = narrow::enabled()
+            && known_narrow.unwrap_or_else(|| narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX));
         let mut plan = SpmvPlan::for_ell::<T>(stats, ctx.warp_size());
         plan.set_narrow(narrow && padded > 0); // no slots: nothing stored narrow
         let (mut slot_cols, mut values) = (None, None);

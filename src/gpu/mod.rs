@@ -104,7 +104,7 @@ pub use kernels::all_kernel_names;
 pub use kernels::{kernel_name, kernel_name_64, GpuKernel};
 pub use memory::PINNED_STAGING_ENV;
 pub use module::ModuleId;
-pub use plan::{KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
+pub use plan::{ColumnLayout, KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
 pub use positions::positions_need_64_bits;
 pub use stream::{Event, Stream};
 pub use vector::DeviceVector;

@@ -3,10 +3,24 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Error, Result, RowStats, Scalar};
+use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
 
 /// The thread counts per row that the vector CSR kernel is compiled for.
 pub const VECTOR_THREADS_PER_ROW: [u32; 5] = [2, 4, 8, 16, 32];
+
+/// Where a matrix's columns lie, as far as rule 4 of the automatic plan cares
+/// ([`SpmvPlan::column_layout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnLayout {
+    /// Every entry within 32767 of the diagonal: ELL and SELL store 16-bit offsets
+    /// ([`super::narrow`]).
+    Narrow,
+    /// Not narrow, but at least [`super::balance::LOCAL_MIN_SHARE`] of the entries within
+    /// [`super::balance::NEAR_WINDOW`] of the diagonal (a 3D grid's far neighbours).
+    Local,
+    /// Neither: the columns are scattered (random graphs, random rows).
+    Scattered,
+}
 
 /// An SpMV kernel, independent of the element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,8 +201,9 @@ impl fmt::Display for KernelChoice {
 ///    takes as long as the longest row, while the vector kernel streams long rows better
 ///    the longer they are), else the vector kernel with the fill rule's threads per row,
 ///    16 where that gives fewer than 8, doubled while a thread would walk more than
-///    [`SpmvPlan::LONG_ROW_STEPS`] (128) entries ([`SpmvPlan::long_row_threads`]). `longrows:50000`: ELL, 286 µs against 376 for
-///    cuSPARSE; `longrows:20000`: 8 threads, 123 µs against 155. Refitted on 2026-11-26 on
+///    [`SpmvPlan::LONG_ROW_STEPS`] (128) entries ([`SpmvPlan::long_row_threads`]).
+///    `longrows:50000`: ELL, 286 µs against 376 for cuSPARSE; `longrows:20000`: 8 threads,
+///    123 µs against 155. Refitted on 2026-11-26 on
 ///    60 matrices of 24000 to 56000 rows of 256 to 2500 entries (f64 and f32, every vector
 ///    width and ELL), after rows of 2500 on 40000 rows had run ELL 1.7x slower than 32
 ///    threads per row; on 48 others (28000 to 52000 rows of 320 to 3200) the rule's kernel
@@ -196,7 +211,16 @@ impl fmt::Display for KernelChoice {
 ///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19).
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
-///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win.
+///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win. Where
+///    the upload has looked at the columns ([`SpmvPlan::column_layout`]): even rows of up to
+///    [`SpmvPlan::ELL_NARROW_MAX_ROW`] (24) entries all within 32767 of the diagonal run ELL
+///    too (16-bit offsets; banded matrices of 9 to 21 entries per row ran ELL 3-10% faster
+///    than SELL), and even `f64` rows of at most 8 entries with scattered columns (random
+///    rows) run SELL, whose slices outran ELL by 6-11% there (not in `f32`, where they tied).
+///    Fitted on 2026-11-26 on 11 matrices (random rows of 3 to 12, bands of 3 to 21 per row);
+///    on 10 others (random rows of 2 to 7, bands of 11 to 23, `lap3d:190`, `lap2d:2500`) the
+///    rule's kernel took 1.009x the faster of ELL and SELL in geometric mean (before:
+///    1.030x).
 /// 5. **Few entries in tail rows: SELL-C-σ.** When rows longer than 4 times the mean but
 ///    below 512 entries hold at most [`SpmvPlan::SELL_MAX_TAIL`] (2%) of the entries
 ///    ([`SpmvPlan::tail_fraction`], estimated from the histogram),
@@ -299,8 +323,11 @@ impl SpmvPlan {
     pub const SKEW_STEPS: usize = 8;
     /// Rules 3 and 4: the most ELL may pad (slots per entry) for the auto plan to choose it.
     pub const ELL_AUTO_PADDING: f64 = 1.02;
-    /// Rule 4: the longest row of short rows ELL is chosen for.
+    /// Rule 4: the longest row of short rows ELL is chosen for...
     pub const ELL_AUTO_MAX_ROW: usize = 8;
+    /// ...and of even rows whose every entry lies within 32767 of the diagonal (ELL stores
+    /// them as 16-bit offsets, [`super::narrow`]), when the upload has checked that.
+    pub const ELL_NARROW_MAX_ROW: usize = 24;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
     /// Rule 5: the largest fraction of entries in tail rows ([`Self::tail_fraction`]) for SELL.
@@ -330,9 +357,71 @@ impl SpmvPlan {
     /// [`Error::InvalidArgument`] for a threads-per-row count that is not one of
     /// [`VECTOR_THREADS_PER_ROW`] or exceeds the warp size.
     pub fn with_choice<T: Scalar>(stats: &RowStats, warp_size: u32, choice: KernelChoice) -> Result<SpmvPlan> {
+        Self::with_columns::<T>(stats, warp_size, choice, None)
+    }
+
+    /// What rule 4 of the automatic plan needs to know about `a`'s columns
+    /// ([`ColumnLayout`]), found (a parallel pass over the columns, and a sample of rows)
+    /// only for [`KernelChoice::Auto`], even rows short enough for the rule (at most
+    /// [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most [`Self::ELL_AUTO_PADDING`])
+    /// and narrow columns enabled; `None` otherwise. `stats` are `a`'s.
+    /// [`DeviceCsr::upload`](super::DeviceCsr::upload) plans with it.
+    pub fn column_layout<T: Scalar>(a: &CsrMatrix<T>, stats: &RowStats, choice: KernelChoice) -> Option<ColumnLayout> {
+        let even = stats.nnz > 0
+            && stats.max <= Self::ELL_NARROW_MAX_ROW
+            && stats.max as f64 * stats.nrows as f64 <= Self::ELL_AUTO_PADDING * stats.nnz as f64;
+        if choice != KernelChoice::Auto || !even || !super::narrow::enabled() {
+            return None;
+        }
+        Some(if super::narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX) {
+            ColumnLayout::Narrow
+        } else if super::balance::near_diagonal_share(a.row_offsets(), a.col_indices())
+            >= super::balance::LOCAL_MIN_SHARE
+        {
+            ColumnLayout::Local
+        } else {
+            ColumnLayout::Scattered
+        })
+    }
+
+    /// [`with_choice`](SpmvPlan::with_choice), knowing where the columns lie (`columns`,
+    /// [`SpmvPlan::column_layout`]; `None`: not looked at). Rule 4 uses it: ELL for even rows
+    /// of up to [`Self::ELL_NARROW_MAX_ROW`] entries when they are narrow, SELL for even `f64`
+    /// rows of up to [`Self::ELL_AUTO_MAX_ROW`] when they are scattered.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_choice`](SpmvPlan::with_choice).
+    ///
+    /// ```
+    /// use spgpu::gpu::{ColumnLayout, KernelChoice, SpmvKernel, SpmvPlan};
+    /// use spgpu::RowStats;
+    /// let auto = KernelChoice::Auto;
+    /// // four million rows of 17 (a band): SELL from the statistics alone, ELL when narrow
+    /// let band = RowStats::from_lengths(std::iter::repeat(17).take(4_000_000), 4_000_000);
+    /// assert_eq!(SpmvPlan::from_stats::<f64>(&band, 32).kernel(), SpmvKernel::Sell);
+    /// let narrow = SpmvPlan::with_columns::<f64>(&band, 32, auto, Some(ColumnLayout::Narrow))?;
+    /// assert_eq!(narrow.kernel(), SpmvKernel::Ell);
+    /// // four million rows of 4 random columns: ELL, but SELL in f64 when known scattered
+    /// let short = RowStats::from_lengths(std::iter::repeat(4).take(4_000_000), 4_000_000);
+    /// assert_eq!(SpmvPlan::from_stats::<f64>(&short, 32).kernel(), SpmvKernel::Ell);
+    /// let scattered = Some(ColumnLayout::Scattered);
+    /// assert_eq!(SpmvPlan::with_columns::<f64>(&short, 32, auto, scattered)?.kernel(), SpmvKernel::Sell);
+    /// assert_eq!(SpmvPlan::with_columns::<f32>(&short, 32, auto, scattered)?.kernel(), SpmvKernel::Ell);
+    /// // near the diagonal but not narrow (a large 3D grid): ELL
+    /// let local = Some(ColumnLayout::Local);
+    /// assert_eq!(SpmvPlan::with_columns::<f64>(&short, 32, auto, local)?.kernel(), SpmvKernel::Ell);
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn with_columns<T: Scalar>(
+        stats: &RowStats,
+        warp_size: u32,
+        choice: KernelChoice,
+        columns: Option<ColumnLayout>,
+    ) -> Result<SpmvPlan> {
         let design = Self::design_threads_per_row(stats.mean, warp_size);
         let (kernel, reason) = match choice {
-            KernelChoice::Auto => Self::auto(stats, warp_size, T::BYTES),
+            KernelChoice::Auto => Self::auto(stats, warp_size, T::BYTES, columns),
             KernelChoice::Scalar => (SpmvKernel::Scalar, "forced by the user".to_string()),
             KernelChoice::Vector => (
                 SpmvKernel::Vector { threads_per_row: design },
@@ -377,7 +466,12 @@ impl SpmvPlan {
     }
 
     /// The automatic choice and its reason (the rule in the type docs).
-    fn auto(stats: &RowStats, warp_size: u32, value_bytes: usize) -> (SpmvKernel, String) {
+    fn auto(
+        stats: &RowStats,
+        warp_size: u32,
+        value_bytes: usize,
+        columns: Option<ColumnLayout>,
+    ) -> (SpmvKernel, String) {
         let fill = Self::fill_threads_per_row(stats, warp_size);
         if stats.nnz == 0 {
             return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
@@ -435,6 +529,39 @@ impl SpmvPlan {
                 );
             }
             return Self::fill_rule(stats, fill, "long, even rows on few rows");
+        }
+        if pad <= Self::ELL_AUTO_PADDING
+            && stats.max <= Self::ELL_AUTO_MAX_ROW
+            && columns == Some(ColumnLayout::Scattered)
+            && value_bytes > 4
+        {
+            return (
+                SpmvKernel::Sell,
+                format!(
+                    "{} rows of at most {} entries with scattered columns (fewer than {:.0}% within {} of the \
+                     diagonal), {value_bytes}-byte values: SELL-C-sigma (its slices outran ELL by 6-11% there)",
+                    stats.nrows,
+                    stats.max,
+                    100.0 * super::balance::LOCAL_MIN_SHARE,
+                    super::balance::NEAR_WINDOW
+                ),
+            );
+        }
+        if pad <= Self::ELL_AUTO_PADDING
+            && stats.max <= Self::ELL_NARROW_MAX_ROW
+            && columns == Some(ColumnLayout::Narrow)
+        {
+            return (
+                SpmvKernel::Ell,
+                format!(
+                    "{} rows of at most {} entries, every one within {} of the diagonal, ELL pads {pad:.3} slots per \
+                     entry (<= {}): ELL streams 16-bit column offsets and values with no row offsets",
+                    stats.nrows,
+                    stats.max,
+                    super::narrow::MAX_OFFSET,
+                    Self::ELL_AUTO_PADDING
+                ),
+            );
         }
         if pad <= Self::ELL_AUTO_PADDING && stats.max <= Self::ELL_AUTO_MAX_ROW {
             return (
@@ -837,6 +964,85 @@ mod tests {
             SpmvPlan::from_stats::<f32>(&rows(40_000, 1000), 8).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
         );
+    }
+
+    #[test]
+    fn column_layouts_of_small_matrices() {
+        // rows of 2: r and r + d (r - d past the end), on 100000 rows and columns
+        let n = 100_000usize;
+        let shifted = |d: usize| {
+            let cols: Vec<u32> = (0..n)
+                .flat_map(|r| {
+                    let other = if r + d < n { r + d } else { r - d };
+                    [r.min(other) as u32, r.max(other) as u32]
+                })
+                .collect();
+            let offsets: Vec<u64> = (0..=n as u64).map(|r| 2 * r).collect();
+            CsrMatrix::try_from_parts(n, n, offsets, cols, vec![1.0f64; 2 * n]).unwrap()
+        };
+        let layout = |a: &CsrMatrix<f64>, choice| SpmvPlan::column_layout(a, &a.row_stats(), choice);
+        let auto = KernelChoice::Auto;
+        assert_eq!(layout(&shifted(1), auto), Some(ColumnLayout::Narrow));
+        // half the entries on the diagonal, the other half 40000 away: near, not narrow
+        assert_eq!(layout(&shifted(40_000), auto), Some(ColumnLayout::Local));
+        assert_eq!(layout(&shifted(1), KernelChoice::Ell), None, "only the automatic plan looks");
+        // scattered: every row's two columns far apart and far from the diagonal
+        let n2 = 100_000usize;
+        let cols: Vec<u32> =
+            (0..n2).flat_map(|r| [((r * 7919 + 50_000) % n2) as u32, ((r * 104_729 + 25_000) % n2) as u32]).collect();
+        let mut sorted_rows = Vec::new();
+        for r in 0..n2 {
+            let mut pair = [cols[2 * r], cols[2 * r + 1]];
+            pair.sort_unstable();
+            sorted_rows.push(pair);
+        }
+        let flat: Vec<u32> =
+            sorted_rows.iter().flat_map(|p| if p[0] == p[1] { vec![p[0]] } else { p.to_vec() }).collect();
+        let mut offsets = vec![0u64];
+        for p in &sorted_rows {
+            offsets.push(offsets.last().unwrap() + if p[0] == p[1] { 1 } else { 2 });
+        }
+        let values = vec![1.0f64; flat.len()];
+        let random = CsrMatrix::try_from_parts(n2, n2, offsets, flat, values).unwrap();
+        assert_eq!(layout(&random, auto), Some(ColumnLayout::Scattered));
+        // rows too long for rule 4: not looked at
+        let long = CsrMatrix::<f64>::try_from_parts(1, 30, vec![0, 30], (0..30).collect(), vec![1.0; 30]).unwrap();
+        assert_eq!(layout(&long, auto), None);
+    }
+
+    #[test]
+    fn short_even_rows_follow_their_columns() {
+        let auto = KernelChoice::Auto;
+        let plan = |len: usize, layout, f32: bool| {
+            let st = stats(&vec![len; 1_000_000]);
+            if f32 {
+                SpmvPlan::with_columns::<f32>(&st, 32, auto, layout).unwrap()
+            } else {
+                SpmvPlan::with_columns::<f64>(&st, 32, auto, layout).unwrap()
+            }
+        };
+        // rows of 4: ELL, except scattered columns in f64
+        for layout in [None, Some(ColumnLayout::Narrow), Some(ColumnLayout::Local)] {
+            assert_eq!(plan(4, layout, false).kernel(), SpmvKernel::Ell, "{layout:?}");
+        }
+        assert_eq!(plan(4, Some(ColumnLayout::Scattered), false).kernel(), SpmvKernel::Sell);
+        assert_eq!(plan(4, Some(ColumnLayout::Scattered), true).kernel(), SpmvKernel::Ell);
+        assert!(plan(4, Some(ColumnLayout::Scattered), false).reason().contains("scattered columns"));
+        // rows of 17 to 24: ELL only when narrow; 25: SELL whatever the columns
+        for len in [17, SpmvPlan::ELL_NARROW_MAX_ROW] {
+            assert_eq!(plan(len, Some(ColumnLayout::Narrow), false).kernel(), SpmvKernel::Ell);
+            assert_eq!(plan(len, Some(ColumnLayout::Narrow), true).kernel(), SpmvKernel::Ell);
+            assert_eq!(plan(len, Some(ColumnLayout::Local), false).kernel(), SpmvKernel::Sell);
+            assert_eq!(plan(len, None, false).kernel(), SpmvKernel::Sell);
+        }
+        assert_eq!(plan(25, Some(ColumnLayout::Narrow), false).kernel(), SpmvKernel::Sell);
+        // uneven rows (ELL would pad 4%): the layout does not matter
+        let mut lengths = vec![16; 1_000_000];
+        lengths[0] = 24;
+        lengths.iter_mut().skip(1).step_by(20).for_each(|l| *l = 15);
+        let uneven = stats(&lengths);
+        let p = SpmvPlan::with_columns::<f64>(&uneven, 32, auto, Some(ColumnLayout::Narrow)).unwrap();
+        assert_ne!(p.kernel(), SpmvKernel::Ell, "{}", p.explain());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! SpMV plan the GPU code would choose ([`SpmvPlan::from_stats`] with a warp of 32, for f64
 //! values and, where it differs, f32; no GPU is needed).
 
-use spgpu::gpu::SpmvPlan;
+use spgpu::gpu::{KernelChoice, SpmvPlan};
 use spgpu::{io, CsrMatrix};
 
 use crate::CliResult;
@@ -110,9 +110,10 @@ pub fn run(args: Args) -> CliResult {
     }
     // The plan the GPU code would choose (warp of 32) for f64 values; its text starts
     // "SpMV plan:". A rule that depends on the element type may choose otherwise for f32.
-    let plan = SpmvPlan::from_stats::<f64>(&stats, 32);
+    let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto);
+    let plan = SpmvPlan::with_columns::<f64>(&stats, 32, KernelChoice::Auto, hint)?;
     outln!("{}", plan.explain().trim_end())?;
-    let single = SpmvPlan::from_stats::<f32>(&stats, 32);
+    let single = SpmvPlan::with_columns::<f32>(&stats, 32, KernelChoice::Auto, hint)?;
     if single.kernel() != plan.kernel() {
         outln!("  with f32 values: {} ({})", single.kernel(), single.reason())?;
     }

@@ -127,7 +127,8 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         Err(e) if e.is_no_device() => {
             outln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6)?;
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
-                outln!("{}", SpmvPlan::with_choice::<T>(&stats, 32, choice)?.explain())?;
+                let hint = SpmvPlan::column_layout(&a, &stats, choice);
+                outln!("{}", SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?.explain())?;
             }
             return Ok(());
         }
