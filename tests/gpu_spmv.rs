@@ -801,3 +801,43 @@ fn set_kernel_switches_row_block_shapes() {
     }
     assert_eq!(d.download().unwrap(), a);
 }
+
+/// Rule 4 with the columns looked at (`SpmvPlan::column_layout`): a band of 17 entries per
+/// row runs ELL with 16-bit columns, random rows of 4 run SELL in f64 and ELL in f32, and
+/// `set_kernel(Auto)` keeps each on its storage; every product against the reference.
+#[test]
+fn short_even_rows_follow_their_columns() {
+    let Some(ctx) = gpu("short_even_rows_follow_their_columns") else { return };
+    let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
+    let band = gen::banded::<f64>(200_000, 8, 3);
+    let random = gen::random_uniform::<f64>(200_000, 200_000, 4, 5);
+    fn run<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>, want: SpmvKernel, narrow: bool, what: &str) {
+        let mut d = DeviceCsr::upload(ctx, a).unwrap();
+        assert_eq!(d.plan().kernel(), want, "{what}: {}", d.plan().explain());
+        assert_eq!(d.plan().narrow_columns(), narrow, "{what}: {}", d.plan().explain());
+        let mut rng = StdRng::seed_from_u64(7);
+        let x = random_vec::<T>(&mut rng, a.ncols());
+        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+        for round in ["upload", "set_kernel(auto)"] {
+            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+            d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+            check(
+                &format!("{what}, {round}"),
+                a,
+                T::ONE,
+                &x,
+                T::ZERO,
+                &vec![T::ZERO; a.nrows()],
+                &d_y.to_vec().unwrap(),
+            );
+            d.set_kernel(KernelChoice::Auto).unwrap();
+            assert_eq!(d.plan().kernel(), want, "{what}: set_kernel(auto): {}", d.plan().explain());
+            assert_eq!(d.plan().narrow_columns(), narrow, "{what}: set_kernel(auto) keeps the 16-bit flag");
+        }
+    }
+    let band_kernel = if narrow_on { SpmvKernel::Ell } else { SpmvKernel::Sell };
+    run::<f64>(ctx, &band, band_kernel, narrow_on, "band of 17, f64");
+    run::<f32>(ctx, &band.cast::<f32>(), band_kernel, narrow_on, "band of 17, f32");
+    run::<f64>(ctx, &random, SpmvKernel::Sell, false, "random rows of 4, f64");
+    run::<f32>(ctx, &random.cast::<f32>(), SpmvKernel::Ell, false, "random rows of 4, f32");
+}

@@ -60,8 +60,9 @@ pub struct DeviceCsr<T: Scalar> {
     /// 0, except for matrices uploaded by tests with shifted positions
     /// ([`upload_with_entry_base`](DeviceCsr::upload_with_entry_base)).
     entry_base: u64,
-    /// Where the columns lie, when the upload looked for the plan
-    /// ([`SpmvPlan::column_layout`]); kept so that `set_kernel(Auto)` plans alike.
+    /// Where the columns lie, when the upload looked (even rows short enough for rule 4,
+    /// [`SpmvPlan::column_layout`]); kept so that `set_kernel(Auto)` plans as the upload's
+    /// `Auto` would.
     columns: Option<ColumnLayout>,
 }
 
@@ -295,7 +296,8 @@ impl Balanced {
 }
 
 impl<T: Scalar> DeviceCsr<T> {
-    /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::from_stats`]):
+    /// Uploads a host matrix and plans its SpMV with the heuristic ([`SpmvPlan::with_columns`]
+    /// with the matrix's [`SpmvPlan::column_layout`]):
     /// the plan picks the kernel and the storage (CSR, CSR with row blocks for the balanced
     /// kernel, or ELLPACK).
     ///
@@ -384,7 +386,8 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
-        let columns = SpmvPlan::column_layout(a, &stats, choice);
+        // looked at whatever the choice, so that `set_kernel(Auto)` later plans as `Auto` would
+        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
         let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
         let mut plan = plan;
         let mut sell = None;
@@ -648,7 +651,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
             }
         }
+        // the storage is unchanged, and with it whether its slots hold 16-bit columns
+        let narrow = self.plan.narrow_columns();
         self.plan = plan;
+        self.plan.set_narrow(narrow);
         if let (Storage::Csr { balanced: Some(b), hot: None, .. }, SpmvKernel::Balanced) =
             (&self.storage, self.plan.kernel())
         {

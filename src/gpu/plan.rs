@@ -1,4 +1,5 @@
-//! The SpMV heuristic: which kernel runs a matrix, decided once from its row statistics.
+//! The SpMV heuristic: which kernel runs a matrix, decided once from its row statistics (and,
+//! for short even rows, where its columns lie).
 
 use std::fmt;
 use std::str::FromStr;
@@ -336,7 +337,7 @@ impl SpmvPlan {
     pub const TAIL_FACTOR: f64 = 4.0;
     /// Rows times threads per row that fill the GPU: the H200's resident threads (132
     /// multiprocessors x 2048). Below it, the auto plan gives the vector kernel more threads
-    /// per row (rule 4).
+    /// per row (rule 2).
     pub const FILL_THREADS: usize = 132 * 2048;
     /// ELL is recommended when it stores at most this many slots per stored entry.
     pub const ELL_MAX_PADDING: f64 = 1.25;
@@ -362,18 +363,21 @@ impl SpmvPlan {
 
     /// What rule 4 of the automatic plan needs to know about `a`'s columns
     /// ([`ColumnLayout`]), found (a parallel pass over the columns, and a sample of rows)
-    /// only for [`KernelChoice::Auto`], even rows short enough for the rule (at most
-    /// [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most [`Self::ELL_AUTO_PADDING`])
-    /// and narrow columns enabled; `None` otherwise. `stats` are `a`'s.
+    /// only for [`KernelChoice::Auto`] and even rows short enough for the rule (at most
+    /// [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most [`Self::ELL_AUTO_PADDING`]);
+    /// `None` otherwise. Never [`ColumnLayout::Narrow`] with narrow columns turned off
+    /// ([`super::narrow::NARROW_COLUMNS_ENV`]). `stats` are `a`'s.
     /// [`DeviceCsr::upload`](super::DeviceCsr::upload) plans with it.
     pub fn column_layout<T: Scalar>(a: &CsrMatrix<T>, stats: &RowStats, choice: KernelChoice) -> Option<ColumnLayout> {
         let even = stats.nnz > 0
             && stats.max <= Self::ELL_NARROW_MAX_ROW
             && stats.max as f64 * stats.nrows as f64 <= Self::ELL_AUTO_PADDING * stats.nnz as f64;
-        if choice != KernelChoice::Auto || !even || !super::narrow::enabled() {
+        if choice != KernelChoice::Auto || !even {
             return None;
         }
-        Some(if super::narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX) {
+        // with narrow columns turned off (`SPGPU_NARROW_COLUMNS=0`) no matrix is narrow, but
+        // scattered ones are still told from local ones
+        Some(if super::narrow::enabled() && super::narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX) {
             ColumnLayout::Narrow
         } else if super::balance::near_diagonal_share(a.row_offsets(), a.col_indices())
             >= super::balance::LOCAL_MIN_SHARE
@@ -517,12 +521,14 @@ impl SpmvPlan {
                 return (
                     SpmvKernel::Vector { threads_per_row: t },
                     format!(
-                        "long, even rows (mean {:.2} >= {}) on {} rows (< {min_rows} for ELL with this mean and \
-                         {value_bytes}-byte values): {t} threads per row (the fill rule gives {fill}; at least {} \
-                         where it gives fewer than 8, and none walks more than {} entries of its row)",
+                        "long, even rows (mean {:.2} >= {}) on {} rows, ELL padding {pad:.3} (ELL takes at least \
+                         {min_rows} rows for this mean and {value_bytes}-byte values, and padding <= {}): {t} threads \
+                         per row (the fill rule gives {fill}; at least {} where it gives fewer than 8, and none \
+                         walks more than {} entries of its row, within the warp)",
                         stats.mean,
                         Self::LONG_MEAN,
                         stats.nrows,
+                        Self::ELL_AUTO_PADDING,
                         Self::LONG_ROW_THREADS,
                         Self::LONG_ROW_STEPS
                     ),
@@ -705,7 +711,7 @@ impl SpmvPlan {
         }
     }
 
-    /// Rule 4's threads per row for a matrix with these statistics: the largest power of two
+    /// Rule 2's threads per row (the fill rule) for a matrix with these statistics: the largest power of two
     /// `t <= min(warp_size, 32)` with `nrows * t <= FILL_THREADS`, at most the longest row
     /// rounded up to a power of two; 1 when the rows alone fill the GPU (or the matrix has no
     /// entries).
@@ -765,7 +771,8 @@ impl SpmvPlan {
     /// assert_eq!(SpmvPlan::long_row_threads(2500.0, 8, 16), 16);
     /// ```
     pub fn long_row_threads(mean: f64, fill: u32, warp_size: u32) -> u32 {
-        let cap = warp_size.clamp(2, 32);
+        // a power of two: the vector kernel's thread counts
+        let cap = 1u32 << warp_size.clamp(2, 32).ilog2();
         let mut t = if fill < 8 { Self::LONG_ROW_THREADS } else { fill };
         while t < cap && mean / f64::from(t) > Self::LONG_ROW_STEPS {
             t *= 2;
@@ -940,7 +947,7 @@ mod tests {
         assert_eq!(single.kernel(), SpmvKernel::Vector { threads_per_row: 16 });
         assert_eq!(single.values(), "f32");
         assert!(single.explain().contains("f32 values"), "{}", single.explain());
-        assert!(single.reason().contains("< 46575 for ELL"), "{}", single.reason());
+        assert!(single.reason().contains("at least 46575 rows for this mean"), "{}", single.reason());
         assert!(single.reason().contains("the fill rule gives 4"), "{}", single.reason());
         // the thresholds, exactly
         assert_eq!(SpmvPlan::from_stats::<f32>(&rows(46_575, 1000), 32).kernel(), SpmvKernel::Ell);
@@ -960,6 +967,8 @@ mod tests {
         assert_eq!(SpmvPlan::from_stats::<f32>(&rows(36_000, 300), 32).kernel(), SpmvKernel::Ell);
         // a warp of 8 lanes caps the threads
         assert_eq!(SpmvPlan::long_row_threads(2500.0, 4, 8), 8);
+        // a warp that is not a power of two caps at the power of two below it
+        assert_eq!(SpmvPlan::long_row_threads(2500.0, 8, 24), 16);
         assert_eq!(
             SpmvPlan::from_stats::<f32>(&rows(40_000, 1000), 8).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
@@ -982,7 +991,9 @@ mod tests {
         };
         let layout = |a: &CsrMatrix<f64>, choice| SpmvPlan::column_layout(a, &a.row_stats(), choice);
         let auto = KernelChoice::Auto;
-        assert_eq!(layout(&shifted(1), auto), Some(ColumnLayout::Narrow));
+        // SPGPU_NARROW_COLUMNS=0 in the environment turns narrow columns off: then local
+        let near = if crate::gpu::narrow::enabled() { ColumnLayout::Narrow } else { ColumnLayout::Local };
+        assert_eq!(layout(&shifted(1), auto), Some(near));
         // half the entries on the diagonal, the other half 40000 away: near, not narrow
         assert_eq!(layout(&shifted(40_000), auto), Some(ColumnLayout::Local));
         assert_eq!(layout(&shifted(1), KernelChoice::Ell), None, "only the automatic plan looks");

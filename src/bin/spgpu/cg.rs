@@ -312,7 +312,9 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
                 let mut choice = KernelChoice::Auto;
                 if args.format == "csr" {
-                    let plan = SpmvPlan::from_stats::<T>(&a.row_stats(), ctx.warp_size());
+                    let stats = a.row_stats();
+                    let columns = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto);
+                    let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Auto, columns)?;
                     if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
                         choice = KernelChoice::Balanced;
                     }

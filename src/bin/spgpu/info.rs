@@ -2,8 +2,9 @@
 //!
 //! Prints the Matrix Market banner, the dimensions, the stored and expanded entry counts,
 //! the row-length statistics and histogram, the structural and numerical symmetry, and the
-//! SpMV plan the GPU code would choose ([`SpmvPlan::from_stats`] with a warp of 32, for f64
-//! values and, where it differs, f32; no GPU is needed).
+//! SpMV plan the GPU code would choose ([`SpmvPlan::with_columns`] with the matrix's
+//! [`SpmvPlan::column_layout`] and a warp of 32, for f64 values and, where it differs, f32;
+//! no GPU is needed).
 
 use spgpu::gpu::{KernelChoice, SpmvPlan};
 use spgpu::{io, CsrMatrix};

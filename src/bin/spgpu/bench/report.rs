@@ -58,9 +58,10 @@ pub struct MatrixInfo {
     pub plan: String,
     /// The plan's explanation of that choice ([`spgpu::gpu::SpmvPlan::explain`]).
     pub plan_explain: String,
-    /// The plan's choice per precision (`"f64"`, `"f32"`): the plan depends on the element
-    /// type, so each precision's rows report their own ([`MatrixInfo::plan_for`]).
-    pub plans: Vec<(&'static str, String)>,
+    /// The plan's choice and explanation per precision (`"f64"`, `"f32"`): the plan depends
+    /// on the element type, so each precision's rows report their own
+    /// ([`MatrixInfo::plan_for`]).
+    pub plans: Vec<(&'static str, String, String)>,
     /// Why the matrix was skipped, when it was (then no measurement refers to it).
     pub skipped: Option<String>,
     /// Seconds spent generating or reading it, on the host (NaN when unknown).
@@ -70,17 +71,18 @@ pub struct MatrixInfo {
 impl MatrixInfo {
     /// The plan's choice for `scalar`, or for the first precision run when that one was not.
     pub fn plan_for(&self, scalar: &str) -> &str {
-        self.plans.iter().find(|(s, _)| *s == scalar).map_or(&self.plan, |(_, p)| p)
+        self.plans.iter().find(|(s, ..)| *s == scalar).map_or(&self.plan, |(_, p, _)| p)
     }
 
-    /// Records the plan's choice for `scalar` (the first one also as [`MatrixInfo::plan`]).
+    /// Records the plan's choice and explanation for `scalar` (the first ones also as
+    /// [`MatrixInfo::plan`] and [`MatrixInfo::plan_explain`]).
     pub fn set_plan(&mut self, scalar: &'static str, plan: String, explain: String) {
         if self.plans.is_empty() {
             self.plan = plan.clone();
-            self.plan_explain = explain;
+            self.plan_explain = explain.clone();
         }
-        self.plans.retain(|(s, _)| *s != scalar);
-        self.plans.push((scalar, plan));
+        self.plans.retain(|(s, ..)| *s != scalar);
+        self.plans.push((scalar, plan, explain));
     }
 }
 
@@ -382,7 +384,7 @@ pub fn to_json(r: &Report) -> String {
             format!(
                 "    {{\"name\": {}, \"source\": {}, \"rows\": {}, \"cols\": {}, \"nnz\": {}, \"mean_row\": {}, \
                  \"max_row\": {}, \"std_row\": {}, \"empty_rows\": {}, \"plan\": {}, \"plans\": {{{}}}, \
-                 \"plan_explain\": {}, \"skipped\": {}, \"load_s\": {}}}",
+                 \"plan_explain\": {}, \"plan_explains\": {{{}}}, \"skipped\": {}, \"load_s\": {}}}",
                 json_str(&m.name),
                 json_str(&m.source),
                 m.rows,
@@ -393,8 +395,17 @@ pub fn to_json(r: &Report) -> String {
                 json_num(m.std_row),
                 m.empty_rows,
                 json_str(&m.plan),
-                m.plans.iter().map(|(s, p)| format!("{}: {}", json_str(s), json_str(p))).collect::<Vec<_>>().join(", "),
+                m.plans
+                    .iter()
+                    .map(|(s, p, _)| format!("{}: {}", json_str(s), json_str(p)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 json_str(&m.plan_explain),
+                m.plans
+                    .iter()
+                    .map(|(s, _, e)| format!("{}: {}", json_str(s), json_str(e)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 m.skipped.as_deref().map_or_else(|| "null".into(), json_str),
                 json_num(m.load_seconds)
             )
@@ -634,7 +645,7 @@ pub fn from_csv(text: &str) -> Result<Report, String> {
             });
         }
         if let Some(info) = r.matrices.iter_mut().find(|m| m.name == get(0)) {
-            if !info.plans.iter().any(|(s, _)| *s == scalar) {
+            if !info.plans.iter().any(|(s, ..)| *s == scalar) {
                 info.set_plan(scalar, get(7).to_string(), String::new());
             }
         }
@@ -830,6 +841,9 @@ mod tests {
         assert_eq!(plan_of("f64"), "ell");
         let refs: Vec<&Measurement> = a.measurements.iter().filter(|m| m.scalar == "f32").collect();
         assert!(matrix_block(&a.matrices[0], "f32", &refs).lines().next().unwrap().contains("plan: csr vector"));
+        let j = to_json(&a);
+        assert!(j.contains("\"plans\": {\"f64\": \"ell\", \"f32\": \"csr vector (16 threads per row)\"}"), "{j}");
+        assert!(j.contains("\"plan_explains\": {\"f64\": \"SpMV plan: ell\", \"f32\": \"\"}"), "{j}");
     }
 
     #[test]
