@@ -159,6 +159,16 @@ fn random_vec<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
     (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
 }
 
+/// The `y` a product starts from: NaN when `beta` is 0 (the kernels must not read it, and a
+/// read would spread), else random.
+fn start_y<T: Scalar>(rng: &mut StdRng, n: usize, beta: T) -> Vec<T> {
+    if beta == T::ZERO {
+        vec![T::from_f64(f64::NAN); n]
+    } else {
+        random_vec(rng, n)
+    }
+}
+
 fn every_kernel_matches_the_reference<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
     let mut rng = StdRng::seed_from_u64(2026);
@@ -172,11 +182,7 @@ fn every_kernel_matches_the_reference<T: Scalar>(test: &str) {
                     let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
                     let x = random_vec::<T>(&mut rng, a.ncols());
                     // beta == 0 must not read y: poison it with NaN.
-                    let y0 = if beta == T::ZERO {
-                        vec![T::from_f64(f64::NAN); a.nrows()]
-                    } else {
-                        random_vec(&mut rng, a.nrows())
-                    };
+                    let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
                     let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
                     let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
                     m.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
@@ -359,11 +365,7 @@ fn suite_through_the_auto_plan<T: Scalar>(test: &str) {
             for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0)] {
                 let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
                 let x = random_vec::<T>(&mut rng, a.ncols());
-                let y0 = if beta == T::ZERO {
-                    vec![T::from_f64(f64::NAN); a.nrows()]
-                } else {
-                    random_vec(&mut rng, a.nrows())
-                };
+                let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
                 let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
                 let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
                 m.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
@@ -522,11 +524,7 @@ fn offsets_past_2_to_the_32<T: Scalar>(test: &str) {
                     assert_eq!(wide.download().unwrap(), a, "{what}: download");
                     for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_f64(-2.5), T::ONE)] {
                         let x = random_vec::<T>(&mut rng, a.ncols());
-                        let y0: Vec<T> = if beta == T::ZERO {
-                            vec![T::from_f64(f64::NAN); a.nrows()]
-                        } else {
-                            random_vec(&mut rng, a.nrows())
-                        };
+                        let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
                         let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
                         let mut y_narrow = DeviceVector::from_slice(ctx, &y0).unwrap();
                         let mut y_wide = DeviceVector::from_slice(ctx, &y0).unwrap();
@@ -620,11 +618,7 @@ fn hot_columns<T: Scalar>(test: &str) {
             for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0), (0.0, -2.5)] {
                 let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
                 let x = random_vec::<T>(&mut rng, a.ncols());
-                let y0: Vec<T> = if beta == T::ZERO {
-                    vec![T::from_f64(f64::NAN); a.nrows()]
-                } else {
-                    random_vec(&mut rng, a.nrows())
-                };
+                let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
                 let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
                 let mut y_plain = DeviceVector::from_slice(ctx, &y0).unwrap();
                 plain.spmv(alpha, &d_x, beta, &mut y_plain).unwrap();

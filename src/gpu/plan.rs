@@ -215,7 +215,7 @@ impl fmt::Display for KernelChoice {
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win. Where
 ///    the upload has looked at the columns ([`SpmvPlan::column_layout`]): even rows of up to
 ///    [`SpmvPlan::ELL_NARROW_MAX_ROW`] (24) entries all within 32767 of the diagonal run ELL
-///    too (16-bit offsets; banded matrices of 9 to 21 entries per row ran ELL 3-10% faster
+///    too (16-bit offsets; banded matrices of 9 to 21 entries per row ran ELL 2.5-10% faster
 ///    than SELL), and even `f64` rows of at most 8 entries with scattered columns (random
 ///    rows) run SELL, whose slices outran ELL by 6-11% there (not in `f32`, where they tied).
 ///    Fitted on 2026-11-26 on 11 matrices (random rows of 3 to 12, bands of 3 to 21 per row);
