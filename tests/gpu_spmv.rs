@@ -684,6 +684,50 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &power).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    // a sparse R-MAT graph (about 3 entries per column, fewer than MIN_ENTRIES_PER_COLUMN):
+    // skewed columns, but no hot columns
+    let sparse = gen::rmat::<f32>(21, 3, 1).unwrap();
+    assert!(sparse.nnz() > 1 << 22 && sparse.nnz() < spgpu::gpu::hot::MIN_ENTRIES_PER_COLUMN * sparse.ncols());
+    let d = DeviceCsr::upload(ctx, &sparse).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
+    assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    // few columns read evenly (90 entries each): the most-read hold a quarter of the entries,
+    // but no more than their share of the columns (MIN_SKEW), so no hot columns
+    let even = gen::random_uniform::<f32>(1500, 50_000, 3000, 2);
+    assert!(even.nnz() > 1 << 22);
+    let d = DeviceCsr::upload(ctx, &even).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+    assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+}
+
+/// Rule 1's few, long rows (a warp per row would leave most of the GPU idle): the upload
+/// plans the balanced kernel, whose chunks split the rows, and the product matches the
+/// reference in both precisions, with `beta` 0 (NaN in `y`) and not.
+#[test]
+fn few_long_rows_run_balanced() {
+    let Some(ctx) = gpu("few_long_rows_run_balanced") else { return };
+    let a = lengths_csr(&[6000; 300], 200_000, 31);
+    let mut rng = StdRng::seed_from_u64(32);
+    for beta in [0.0, 0.5] {
+        let x = random_vec::<f64>(&mut rng, a.ncols());
+        let y0 = start_y(&mut rng, a.nrows(), beta);
+        let d = DeviceCsr::upload(ctx, &a).unwrap();
+        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+        assert!(d.plan().explain().contains("few, long rows"), "{}", d.plan().explain());
+        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+        let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+        d.spmv(1.5, &d_x, beta, &mut d_y).unwrap();
+        check("300 rows of 6000, f64", &a, 1.5, &x, beta, &y0, &d_y.to_vec().unwrap());
+        let a32 = a.cast::<f32>();
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let y32: Vec<f32> = y0.iter().map(|&v| v as f32).collect();
+        let d = DeviceCsr::upload(ctx, &a32).unwrap();
+        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+        let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
+        let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
+        d.spmv(1.5, &d_x, beta as f32, &mut d_y).unwrap();
+        check("300 rows of 6000, f32", &a32, 1.5, &x32, beta as f32, &y32, &d_y.to_vec().unwrap());
+    }
 }
 
 /// Long rows split into several chunks (balanced kernel, hot-column kernel, SELL) with NaN
@@ -797,14 +841,15 @@ fn set_kernel_switches_row_block_shapes() {
 }
 
 /// Rule 4 with the columns looked at (`SpmvPlan::column_layout`): a band of 17 entries per
-/// row runs ELL with 16-bit columns, random rows of 4 run SELL in f64 and ELL in f32, and
+/// row runs ELL with 16-bit columns, random rows of 4 over 3 million columns run SELL in f64
+/// and ELL in f32, and
 /// `set_kernel(Auto)` keeps each on its storage; every product against the reference.
 #[test]
 fn short_even_rows_follow_their_columns() {
     let Some(ctx) = gpu("short_even_rows_follow_their_columns") else { return };
     let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
     let band = gen::banded::<f64>(200_000, 8, 3);
-    let random = gen::random_uniform::<f64>(200_000, 200_000, 4, 5);
+    let random = gen::random_uniform::<f64>(200_000, 3_000_000, 4, 5); // x of 24 MB in f64
     fn run<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>, want: SpmvKernel, narrow: bool, what: &str) {
         let mut d = DeviceCsr::upload(ctx, a).unwrap();
         assert_eq!(d.plan().kernel(), want, "{what}: {}", d.plan().explain());

@@ -416,7 +416,7 @@ impl<T: Scalar> DeviceCsr<T> {
             .then(|| choose_shape(a.row_offsets(), a.col_indices(), forced_shape));
         let mut blocks = shape.as_ref().map(|(s, _)| RowBlocks::with_shape(a.row_offsets(), *s));
         let hot = match &blocks {
-            Some(_) => plan_hot::<T>(ctx, a.nnz(), wide, hot_choice)?,
+            Some(_) => plan_hot::<T>(ctx, a.nnz(), a.ncols(), wide, hot_choice)?,
             None => None,
         };
         let mut preprocessing = started.elapsed();

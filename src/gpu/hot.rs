@@ -183,7 +183,9 @@ impl<T: Scalar> DeviceHot<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HotChoice {
     /// By the rule of [`plan_hot`]: matrices of more than [`SpmvPlan::SMALL_NNZ`] entries
-    /// whose hot columns hold at least [`MIN_SHARE`] of the entries (unless
+    /// and at least [`MIN_ENTRIES_PER_COLUMN`] entries per column whose hot columns hold at
+    /// least [`MIN_SHARE`] of the entries and [`MIN_SKEW`] times their share of the columns
+    /// (unless
     /// [`HOT_COLUMNS_ENV`] is `0`).
     #[default]
     Auto,
@@ -210,6 +212,25 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// 295.6 -> 275.9 us, f32 (38%) 262.6 -> 229.7 us. (With the row sums before, hot columns
 /// lost 3-7% on R-MAT graphs of fewer than 9 entries per column, and the rule excluded them.)
 pub const MIN_SHARE: f64 = 0.2;
+
+/// How many times their share of the columns the hot columns' share of the entries must be
+/// (the hot columns read that many times as often as the mean column). A matrix of few
+/// columns read evenly passes [`MIN_SHARE`] with columns no hotter than the others (12288 of
+/// 50000 columns holding a quarter of the entries), and its `x` stays in the L1 and L2
+/// anyway: there the hot-column kernel lost 25-60% (H200, 2026-11-26, against
+/// `SPGPU_HOT_COLUMNS=0` in one call: `uniform:1200:50000:4000` f32 30.4 against 18.9 µs,
+/// `uniform:2500:30000:3000:3` f64 48.7 against 38.4 and f32 41.4 against 25.5). On R-MAT
+/// graphs the hot columns' share is tens to hundreds of times their share of the columns.
+pub const MIN_SKEW: f64 = 4.0;
+
+/// The fewest entries per column (the matrix's, `nnz / ncols`) for the hot-column kernel to
+/// run. On sparser R-MAT graphs it lost even with more than [`MIN_SHARE`] of the entries in
+/// hot columns (H200, 2026-11-26, hot against `SPGPU_HOT_COLUMNS=0` in one call):
+/// `rmat:24:2` (2.0 per column) f32 462.7 against 414.5 us, `rmat:23:3:5` (2.9) f64 308.1
+/// against 278.8 and f32 262.0 against 231.5, `rmat:22:4:2` (3.8) f64 163.6 against 154.1
+/// and f32 142.6 against 136.3; the graphs it was fitted on, which gained 4-20%, have 6 to
+/// 16.
+pub const MIN_ENTRIES_PER_COLUMN: usize = 5;
 
 /// Shared memory per block for the hot entries of `x`: 48 KiB. Larger copies leave too
 /// little L1 (it shares the SM's 256 KiB with shared memory), which the other gathers and
@@ -239,15 +260,23 @@ pub(crate) struct HotPlan {
     auto: bool,
 }
 
-/// How hot columns would be chosen for a matrix of `nnz` entries, or `None` when they are
-/// not considered ([`HotChoice::Auto`]): the matrix has at most [`SpmvPlan::SMALL_NNZ`]
-/// entries (latency-bound: the extra gather launch and each block's copy would show), or
+/// How hot columns would be chosen for a matrix of `nnz` entries and `ncols` columns, or
+/// `None` when they are not considered ([`HotChoice::Auto`]): the matrix has at most
+/// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
+/// copy would show), fewer than [`MIN_ENTRIES_PER_COLUMN`] entries per column, or
 /// [`HOT_COLUMNS_ENV`] is `0`. Allows the kernel the shared memory of its hot entries.
 /// [`HotPlan::choose`] then counts the columns on the device.
-pub(crate) fn plan_hot<T: Scalar>(ctx: &Context, nnz: usize, wide: bool, choice: HotChoice) -> Result<Option<HotPlan>> {
+pub(crate) fn plan_hot<T: Scalar>(
+    ctx: &Context,
+    nnz: usize,
+    ncols: usize,
+    wide: bool,
+    choice: HotChoice,
+) -> Result<Option<HotPlan>> {
     let auto = choice == HotChoice::Auto;
     let off = std::env::var(HOT_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0");
-    if choice == HotChoice::Off || (auto && (off || nnz <= SpmvPlan::SMALL_NNZ)) || nnz == 0 {
+    let sparse = nnz < ncols.saturating_mul(MIN_ENTRIES_PER_COLUMN);
+    if choice == HotChoice::Off || (auto && (off || nnz <= SpmvPlan::SMALL_NNZ || sparse)) || nnz == 0 {
         return Ok(None);
     }
     let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
@@ -311,7 +340,8 @@ impl HotPlan {
     /// the device
     /// (`count_columns`, one read of the columns), keeps the most-read columns that repay
     /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
-    /// [`MIN_SHARE`] of the entries (or are forced), rewrites their entries in place as
+    /// [`MIN_SHARE`] of the entries and [`MIN_SKEW`] times their share of the columns (or are
+    /// forced), rewrites their entries in place as
     /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). `None`, with `cols` untouched, when no
     /// column qualifies. Returns the columns with the kernel's grid (the resident blocks)
     /// and its shared memory per block. Waits for the device.
@@ -344,7 +374,10 @@ impl HotPlan {
             d_counts.copy_to_host(&mut counts, "column counts")?;
         }
         let hot = HotColumns::from_counts(&counts, self.capacity, self.min_entries);
-        if hot.is_empty() || (self.auto && (hot.entries() as f64) < MIN_SHARE * n as f64) {
+        // the hot columns' share of the entries, and how many times their share of the columns
+        let share = hot.entries() as f64 / n.max(1) as f64;
+        let skew = share * ncols as f64 / hot.len().max(1) as f64;
+        if hot.is_empty() || (self.auto && (share < MIN_SHARE || skew < MIN_SKEW)) {
             return Ok(None);
         }
         let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;

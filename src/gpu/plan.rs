@@ -183,7 +183,17 @@ impl fmt::Display for KernelChoice {
 /// rows longer than 4 times the mean. `docs/performance.md` has the runs and says which
 /// rule each figure comes from. First match wins:
 ///
-/// 1. **No entries: scalar** (it only scales `y`).
+/// 1. **No entries: scalar** (it only scales `y`). **Few, long rows: balanced**: when even a
+///    warp per row keeps fewer than [`SpmvPlan::FEW_ROWS_THREADS`] threads busy (2816 rows)
+///    and a warp would walk more than [`SpmvPlan::FEW_ROWS_STEPS`] (32) steps of the longest
+///    row, a warp per row runs at the speed of one warp's loads, while row blocks split the
+///    rows over the whole GPU. Found on 2026-11-26 on shapes no rule had seen (H200):
+///    `uniform:200:20000000:100000` (200 rows of 100000) took 2298 µs with 32 threads per row
+///    against 453 balanced and 431 for cuSPARSE; on a sweep of 12 (100 to 16000 rows of 1000
+///    to 40000 entries) balanced won by 1.2-26x up to 2000 rows, and 32 threads per row won
+///    from 3000 (`uniform:3000:8000000:3000` f64 87.0 against 147.7 µs). The exception:
+///    2000 rows of 4000 over 8 million columns in `f64` (105 µs with a warp per row, 132
+///    balanced).
 /// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
 ///    the GPU, and [`SpmvPlan::SMALL_NNZ`] entries): latency-bound.
 ///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times
@@ -216,20 +226,27 @@ impl fmt::Display for KernelChoice {
 ///    the upload has looked at the columns ([`SpmvPlan::column_layout`]): even rows of up to
 ///    [`SpmvPlan::ELL_NARROW_MAX_ROW`] (24) entries all within 32767 of the diagonal run ELL
 ///    too (16-bit offsets; banded matrices of 9 to 21 entries per row ran ELL 2.5-10% faster
-///    than SELL), and even `f64` rows of at most 8 entries with scattered columns (random
-///    rows) run SELL, whose slices outran ELL by 6-11% there (not in `f32`, where they tied).
+///    than SELL), and even rows of at most 8 entries with scattered columns (random rows) run
+///    SELL when `x` takes more than [`SpmvPlan::SCATTERED_MIN_X_BYTES`] (16 MiB): there its
+///    slices outran ELL by 6-11% in `f64` and 1-5% in `f32`, while over a smaller `x` ELL won
+///    by up to 6% (rows of 8 over 1000 to 200000 columns) or tied (2 to 4 million columns in
+///    `f32`, 2 million in `f64`); rows of one entry run ELL (2-3% faster than SELL over 20
+///    million columns). Until 2026-11-26 the rule was `f64` only, whatever `x`.
 ///    Fitted on 2026-11-26 on 11 matrices (random rows of 3 to 12, bands of 3 to 21 per row);
 ///    on 10 others (random rows of 2 to 7, bands of 11 to 23, `lap3d:190`, `lap2d:2500`) the
 ///    rule's kernel took 1.009x the faster of ELL and SELL in geometric mean (before:
 ///    1.030x).
-/// 5. **Few entries in tail rows: SELL-C-σ.** When rows longer than 4 times the mean but
-///    below 512 entries hold at most [`SpmvPlan::SELL_MAX_TAIL`] (2%) of the entries
-///    ([`SpmvPlan::tail_fraction`], estimated from the histogram),
+/// 5. **Few entries in tail rows: SELL-C-σ.** When rows longer than 4 times the mean of the
+///    rows below 512 entries ([`SpmvPlan::slice_mean`]), but below 512 entries, hold at most
+///    [`SpmvPlan::SELL_MAX_TAIL`] (2%) of the entries ([`SpmvPlan::tail_fraction`], estimated
+///    from the histogram),
 ///    sliced ELL with rows sorted within windows streams the short rows like ELL without its
 ///    padding, and splits rows past 512 entries into chunks: `stencil27:100` 80 µs (99%),
 ///    `elast:65` 188 µs (99%), `geo:4000000` 184 µs (90%), `circuit:3000000` 103 µs. The
 ///    upload falls back to rule 6 when the slices would store more than
-///    [`SpmvPlan::SELL_MAX_PADDING`] slots per entry.
+///    [`SpmvPlan::SELL_MAX_PADDING`] slots per entry. The mean leaves out the rows SELL
+///    chunks since 2026-11-26: R-MAT graphs of 64 to 256 entries per row, two thirds of their
+///    entries in rows past 512, went to SELL and ran 1.4-1.9x slower than balanced.
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
@@ -331,9 +348,19 @@ impl SpmvPlan {
     pub const ELL_NARROW_MAX_ROW: usize = 24;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
+    /// Rule 1: rows are few when even 32 threads per row (a warp) would keep fewer threads
+    /// busy than this, a third of [`Self::FILL_THREADS`] (2816 rows)...
+    pub const FEW_ROWS_THREADS: usize = Self::FILL_THREADS / 3;
+    /// ...and they are long when a warp would walk more than this many steps of the longest
+    /// (more than 1024 entries at 32 threads per row).
+    pub const FEW_ROWS_STEPS: usize = 32;
+    /// Rule 4: scattered rows run SELL only when `x` takes more than this many bytes
+    /// (16 MiB); with a smaller `x` ELL was as fast or faster.
+    pub const SCATTERED_MIN_X_BYTES: usize = 16 << 20;
     /// Rule 5: the largest fraction of entries in tail rows ([`Self::tail_fraction`]) for SELL.
     pub const SELL_MAX_TAIL: f64 = 0.02;
-    /// Rule 5: tail rows are longer than this many times the mean.
+    /// Rule 5: tail rows are longer than this many times the mean of the rows SELL keeps in
+    /// slices ([`Self::slice_mean`]).
     pub const TAIL_FACTOR: f64 = 4.0;
     /// Rows times threads per row that fill the GPU: the H200's resident threads (132
     /// multiprocessors x 2048). Below it, the auto plan gives the vector kernel more threads
@@ -480,6 +507,7 @@ impl SpmvPlan {
         if stats.nnz == 0 {
             return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
         }
+        let few_long = Self::few_long_rows(stats, warp_size);
         if stats.nrows <= Self::SMALL_ROWS && stats.nnz <= Self::SMALL_NNZ {
             let steps = stats.max.div_ceil(fill as usize);
             if stats.max as f64 > Self::SKEW_FACTOR * stats.mean && steps > Self::SKEW_STEPS {
@@ -498,7 +526,13 @@ impl SpmvPlan {
                     ),
                 );
             }
+            if let Some(few) = few_long {
+                return few;
+            }
             return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
+        }
+        if let Some(few) = few_long {
+            return few;
         }
         let pad = stats.max as f64 * stats.nrows as f64 / stats.nnz as f64;
         if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
@@ -539,17 +573,21 @@ impl SpmvPlan {
         if pad <= Self::ELL_AUTO_PADDING
             && stats.max <= Self::ELL_AUTO_MAX_ROW
             && columns == Some(ColumnLayout::Scattered)
-            && value_bytes > 4
+            && stats.max > 1
+            && stats.ncols.saturating_mul(value_bytes) > Self::SCATTERED_MIN_X_BYTES
         {
             return (
                 SpmvKernel::Sell,
                 format!(
                     "{} rows of at most {} entries with scattered columns (fewer than {:.0}% within {} of the \
-                     diagonal), {value_bytes}-byte values: SELL-C-sigma (its slices outran ELL by 6-11% there)",
+                     diagonal) over an x of {} MiB (> {}): SELL-C-sigma (its slices outran ELL by 1-11% \
+                     there)",
                     stats.nrows,
                     stats.max,
                     100.0 * super::balance::LOCAL_MIN_SHARE,
-                    super::balance::NEAR_WINDOW
+                    super::balance::NEAR_WINDOW,
+                    stats.ncols.saturating_mul(value_bytes) >> 20,
+                    Self::SCATTERED_MIN_X_BYTES >> 20
                 ),
             );
         }
@@ -586,10 +624,10 @@ impl SpmvPlan {
             return (
                 SpmvKernel::Sell,
                 format!(
-                    "rows of {:.0} (4 x the mean) to 511 entries hold about {:.1}% of the entries (<= {}%): \
-                     SELL-C-sigma streams the rows like ELL without its padding, rows past 512 entries go in \
-                     chunks",
-                    Self::TAIL_FACTOR * stats.mean,
+                    "rows of {:.0} (4 x the mean of the rows up to 511 entries) to 511 entries hold about {:.1}% \
+                     of the entries (<= {}%): SELL-C-sigma streams the rows like ELL without its padding, rows \
+                     past 512 entries go in chunks",
+                    Self::TAIL_FACTOR * Self::slice_mean(stats),
                     100.0 * tail,
                     100.0 * Self::SELL_MAX_TAIL
                 ),
@@ -598,12 +636,36 @@ impl SpmvPlan {
         (
             SpmvKernel::Balanced,
             format!(
-                "rows of {:.0} (4 x the mean) to 511 entries hold about {:.1}% of the entries (> {}%): row blocks \
-                 of equal entry counts (long rows split over several blocks) balance the work",
-                Self::TAIL_FACTOR * stats.mean,
+                "rows of {:.0} (4 x the mean of the rows up to 511 entries) to 511 entries hold about {:.1}% of \
+                 the entries (> {}%): row blocks of equal entry counts (long rows split over several blocks) \
+                 balance the work",
+                Self::TAIL_FACTOR * Self::slice_mean(stats),
                 100.0 * tail,
                 100.0 * Self::SELL_MAX_TAIL
             ),
+        )
+    }
+
+    /// Rule 1's second part: balanced when the rows are few and long (see the type docs).
+    fn few_long_rows(stats: &RowStats, warp_size: u32) -> Option<(SpmvKernel, String)> {
+        // the vector kernel's widest group: a warp (at most 32 threads, a power of two)
+        let warp = 1usize << warp_size.clamp(2, 32).ilog2();
+        (stats.nrows.saturating_mul(warp) < Self::FEW_ROWS_THREADS && stats.max > Self::FEW_ROWS_STEPS * warp).then(
+            || {
+                (
+                    SpmvKernel::Balanced,
+                    format!(
+                        "few, long rows: {} rows x {warp} threads keep fewer than {} threads busy, and a warp \
+                         would walk {} steps of the longest row ({} entries, more than {}): row blocks of equal \
+                         entry counts split the long rows over many blocks",
+                        stats.nrows,
+                        Self::FEW_ROWS_THREADS,
+                        stats.max.div_ceil(warp),
+                        stats.max,
+                        Self::FEW_ROWS_STEPS
+                    ),
+                )
+            },
         )
     }
 
@@ -625,21 +687,61 @@ impl SpmvPlan {
     }
 
     /// The fraction of the entries in the **tail** rows: rows longer than
-    /// [`Self::TAIL_FACTOR`] times the mean but short enough for SELL's slices (below 512
-    /// entries), estimated from the power-of-two histogram (classes whose shortest length
-    /// exceeds the bound, each row counted at the middle of its class). Such rows make a
-    /// slice's threads walk rows of very different lengths.
+    /// [`Self::TAIL_FACTOR`] times the mean of the rows SELL keeps in slices
+    /// ([`Self::slice_mean`]) but short enough for the slices (below 512 entries), estimated
+    /// from the power-of-two histogram (classes whose shortest length exceeds the bound, each
+    /// row counted at the middle of its class). Such rows make a slice's threads walk rows of
+    /// very different lengths. The mean leaves out the rows SELL splits into chunks: on R-MAT
+    /// graphs of 64 to 256 entries per row those hold two thirds of the entries, and the mean
+    /// of all rows (57 to 181) put the bound past 511, so no row counted, while rows of 128 to
+    /// 511 entries held half of the slices' entries and SELL ran 1.4-1.9x slower than
+    /// balanced (H200, 2026-11-26: `rmat:18:128` f64 210.2 against 137.3 µs).
+    ///
+    /// ```
+    /// use spgpu::{gpu::SpmvPlan, RowStats};
+    /// // 9000 rows of 4, 1000 of 200, 100 of 5000 (736000 entries, mean 72.9)
+    /// let lengths = (0..10_100).map(|r| if r < 9000 { 4 } else if r < 10_000 { 200 } else { 5000 });
+    /// let s = RowStats::from_lengths(lengths, 100_000);
+    /// // the slices' rows, each at the middle of its class: 9000 x 5.5 and 1000 x 191.5
+    /// assert!((SpmvPlan::slice_mean(&s) - 24.1).abs() < 1e-9);
+    /// // the rows of 200 (class 128 to 255) are past 4 x 24.1: 191500 of the 736000 entries
+    /// assert!((SpmvPlan::tail_fraction(&s) - 191_500.0 / 736_000.0).abs() < 1e-9);
+    /// ```
     pub fn tail_fraction(stats: &RowStats) -> f64 {
         if stats.nnz == 0 {
             return 0.0;
         }
-        let bound = Self::TAIL_FACTOR * stats.mean;
+        // rows longer than `bound` entries count; a class that straddles it counts its part
+        // above, as if its rows were spread evenly over its lengths
+        let bound = (Self::TAIL_FACTOR * Self::slice_mean(stats)).floor() as usize;
         let entries: f64 = (1..stats.histogram.len())
             .map(|k| (RowStats::class_range(k), stats.histogram[k]))
-            .filter(|&((lo, hi), _)| lo as f64 > bound && hi < 512)
-            .map(|((lo, hi), n)| n as f64 * (lo + hi) as f64 / 2.0)
+            .filter(|&((_, hi), _)| hi > bound && hi < 512)
+            .map(|((lo, hi), n)| {
+                let first = lo.max(bound + 1);
+                let rows = n as f64 * (hi + 1 - first) as f64 / (hi + 1 - lo) as f64;
+                rows * (first + hi) as f64 / 2.0
+            })
             .sum();
         (entries / stats.nnz as f64).min(1.0)
+    }
+
+    /// The mean length of the rows SELL keeps in slices (at most 511 entries, empty rows
+    /// included): the mean of all rows when none is longer, else estimated from the
+    /// histogram (each row at the middle of its class); 0 when every row is longer.
+    pub fn slice_mean(stats: &RowStats) -> f64 {
+        if stats.max < 512 {
+            return stats.mean;
+        }
+        let (rows, entries) = (0..stats.histogram.len())
+            .map(|k| (RowStats::class_range(k), stats.histogram[k]))
+            .filter(|&((_, hi), _)| hi < 512)
+            .fold((0usize, 0.0f64), |(r, e), ((lo, hi), n)| (r + n, e + n as f64 * (lo + hi) as f64 / 2.0));
+        if rows == 0 {
+            0.0
+        } else {
+            entries / rows as f64
+        }
     }
 
     /// The plan after its storage could not be built (SELL padding past its limit): the
@@ -1024,21 +1126,37 @@ mod tests {
     #[test]
     fn short_even_rows_follow_their_columns() {
         let auto = KernelChoice::Auto;
+        // a million rows over 4 million columns (x of 32 MB in f64, 16 MB in f32)
         let plan = |len: usize, layout, f32: bool| {
-            let st = stats(&vec![len; 1_000_000]);
+            let st = RowStats::from_lengths(std::iter::repeat(len).take(1_000_000), 4_000_000);
             if f32 {
                 SpmvPlan::with_columns::<f32>(&st, 32, auto, layout).unwrap()
             } else {
                 SpmvPlan::with_columns::<f64>(&st, 32, auto, layout).unwrap()
             }
         };
-        // rows of 4: ELL, except scattered columns in f64
+        // rows of 4: ELL, except scattered columns over an x past 16 MiB (32 MB in f64; in f32
+        // 16 MB, not past it)
         for layout in [None, Some(ColumnLayout::Narrow), Some(ColumnLayout::Local)] {
             assert_eq!(plan(4, layout, false).kernel(), SpmvKernel::Ell, "{layout:?}");
         }
         assert_eq!(plan(4, Some(ColumnLayout::Scattered), false).kernel(), SpmvKernel::Sell);
         assert_eq!(plan(4, Some(ColumnLayout::Scattered), true).kernel(), SpmvKernel::Ell);
         assert!(plan(4, Some(ColumnLayout::Scattered), false).reason().contains("scattered columns"));
+        // over an x of 16 MiB or less, ELL; past it, SELL in f32 too
+        for ncols in [1000, 2_000_000] {
+            let st = RowStats::from_lengths(std::iter::repeat(8).take(1_000_000), ncols);
+            let p = SpmvPlan::with_columns::<f64>(&st, 32, auto, Some(ColumnLayout::Scattered)).unwrap();
+            assert_eq!(p.kernel(), SpmvKernel::Ell, "{ncols} columns: {}", p.explain());
+        }
+        // rows of one entry: ELL over any x
+        let st = RowStats::from_lengths(std::iter::repeat(1).take(20_000_000), 20_000_000);
+        let p = SpmvPlan::with_columns::<f64>(&st, 32, auto, Some(ColumnLayout::Scattered)).unwrap();
+        assert_eq!(p.kernel(), SpmvKernel::Ell, "{}", p.explain());
+        let st = RowStats::from_lengths(std::iter::repeat(8).take(1_000_000), 6_000_000);
+        let p = SpmvPlan::with_columns::<f32>(&st, 32, auto, Some(ColumnLayout::Scattered)).unwrap();
+        assert_eq!(p.kernel(), SpmvKernel::Sell, "{}", p.explain());
+        assert!(p.explain().contains("x of 22 MiB"), "{}", p.explain());
         // rows of 17 to 24: ELL only when narrow; 25: SELL whatever the columns
         for len in [17, SpmvPlan::ELL_NARROW_MAX_ROW] {
             assert_eq!(plan(len, Some(ColumnLayout::Narrow), false).kernel(), SpmvKernel::Ell);
@@ -1058,10 +1176,10 @@ mod tests {
 
     #[test]
     fn few_rows_fill_the_gpu_unless_skewed() {
-        // dense2-like: 2000 rows of 2000: 32 threads per row
-        let p = SpmvPlan::from_stats::<f64>(&stats(&[2000; 2000]), 32);
+        // 4000 rows of 1000: 32 threads per row
+        let p = SpmvPlan::from_stats::<f64>(&stats(&[1000; 4000]), 32);
         assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 });
-        assert!(p.explain().contains("(2000 rows, 4000000 entries)"), "{}", p.explain());
+        assert!(p.explain().contains("(4000 rows, 4000000 entries)"), "{}", p.explain());
         // the longest row bounds the threads: rows of at most 12 get 16
         assert_eq!(SpmvPlan::fill_threads_per_row(&stats(&[12; 500]), 32), 16);
         // one thread per row when the rows alone fill the GPU
@@ -1081,6 +1199,52 @@ mod tests {
             SpmvPlan::from_stats::<f64>(&stats(&[100; 100]), 16).kernel(),
             SpmvKernel::Vector { threads_per_row: 16 }
         );
+    }
+
+    #[test]
+    fn few_long_rows_are_balanced() {
+        // fewer than 2816 rows (a warp each keeps under a third of the GPU busy), longest past
+        // 32 steps of a warp: balanced, small or large, f64 or f32
+        for (rows, len) in [(200, 100_000), (2000, 2000), (2815, 1025), (100, 40_000)] {
+            let st = stats(&vec![len; rows]);
+            for p in [SpmvPlan::from_stats::<f64>(&st, 32), SpmvPlan::from_stats::<f32>(&st, 32)] {
+                assert_eq!(p.kernel(), SpmvKernel::Balanced, "{rows} rows of {len}: {}", p.explain());
+                assert!(p.explain().contains("few, long rows"), "{}", p.explain());
+            }
+        }
+        // rows short enough for a warp's 32 steps, or enough of them: a warp per row
+        for (rows, len) in [(2000, 1024), (2816, 3000), (6000, 6000)] {
+            let p = SpmvPlan::from_stats::<f64>(&stats(&vec![len; rows]), 32);
+            assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 }, "{rows} rows of {len}");
+        }
+        // one long row among few short ones: balanced, as skewed rows (rule 2)
+        let mut l = vec![9; 1000];
+        l[0] = 50_000;
+        let p = SpmvPlan::from_stats::<f64>(&stats(&l), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Balanced);
+        assert!(p.explain().contains("skewed"), "{}", p.explain());
+    }
+
+    #[test]
+    fn long_rows_leave_out_of_the_slices_mean() {
+        // R-MAT-like: rows of 16 (most), 200 (the short rows' tail) and 5000 (chunked, 45% of
+        // the entries). With the mean of all rows (about 45) the bound, 180, passed the
+        // shortest length of the class of the rows of 200 (128 to 255), and none counted; the
+        // slices' mean (about 32, the rows of 16 counted at 23.5) counts them: balanced
+        let mut l = vec![16; MANY];
+        for r in (0..MANY).step_by(20) {
+            l[r] = 200;
+        }
+        for r in (5..MANY).step_by(250) {
+            l[r] = 5000;
+        }
+        let st = stats(&l);
+        assert!(st.mean > 40.0 && SpmvPlan::slice_mean(&st) < 35.0, "{}", SpmvPlan::slice_mean(&st));
+        assert!(SpmvPlan::tail_fraction(&st) > SpmvPlan::SELL_MAX_TAIL);
+        assert_eq!(SpmvPlan::from_stats::<f64>(&st, 32).kernel(), SpmvKernel::Balanced);
+        // without the rows of 200, SELL (the rows of 5000 go in chunks)
+        let l: Vec<usize> = l.iter().map(|&n| if n == 200 { 16 } else { n }).collect();
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Sell);
     }
 
     #[test]

@@ -90,6 +90,11 @@ fn after_help() -> String {
             "other shapes of the same classes (short, wide and banded rows, denser and sparser graphs)",
             Suite::Shapes.specs(),
         ),
+        (
+            "stress",
+            "past the other sets' shapes (few long rows, rows of one, narrow x, sparse graphs, Laplacians)",
+            Suite::Stress.specs(),
+        ),
     ] {
         s += &format!("  {name:<9} {what}:\n");
         let mut line = String::from("            ");
@@ -132,7 +137,7 @@ pub struct Args {
     /// longrows:20000 (repeatable; see `spgpu gen`).
     #[arg(long = "gen", value_name = "NAME")]
     pub gens: Vec<String>,
-    /// A named set of generated matrices: large (the fit set), validate, check or shapes
+    /// A named set of generated matrices: large (the fit set), validate, check, shapes or stress
     /// (repeatable; combines with paths and --gen; listed below).
     #[arg(long = "suite", value_enum, value_name = "NAME")]
     pub suites: Vec<Suite>,

@@ -16,6 +16,12 @@
 //!   circuit-like and geometric graphs, larger stencils. First run on 2026-11-26 before any
 //!   rule had seen it (`docs/perf/2026-11-26-unseen.*`); its `longrows:40000:13` then
 //!   showed the misfit that rule 3 was refitted for.
+//! - **`stress`** goes past the shapes of the other sets: few rows of 4000 and 100000
+//!   entries, rows of one entry, tall and narrow (1000 columns), the sparsest and a
+//!   mid-degree R-MAT graph, Laplacians of power-law and web-like graphs, and the largest
+//!   sizes. First run on 2026-11-26 (`docs/perf/2026-11-26-s20-stress-before.*`), where it
+//!   found four misfits of the plan (rules 1, 4 and 5 and the hot-column rule were revised
+//!   for them, each checked on matrices it was not fitted on).
 //!
 //! The specs are those of `spgpu gen` ([`spgpu::gen::from_spec`]); a spec the generator
 //! does not know fails when the matrix is generated, and the run goes on without it (a
@@ -33,6 +39,9 @@ pub enum Suite {
     /// Other shapes of the same classes (short, wide and banded rows, denser and sparser
     /// graphs).
     Shapes,
+    /// Shapes past the other sets' (few long rows, rows of one, narrow `x`, the sparsest
+    /// graphs, graph Laplacians, the largest sizes).
+    Stress,
 }
 
 /// The `large` suite (see the module docs).
@@ -106,6 +115,26 @@ pub const SHAPES: [&str; 16] = [
     "stencil27:130",
 ];
 
+/// The `stress` suite (see the module docs).
+pub const STRESS: [&str; 16] = [
+    "uniform:8000000:1000:8",
+    "uniform:20000000:20000000:1",
+    "banded:20000000:0",
+    "banded:10000000:1",
+    "uniform:2000:8000000:4000",
+    "uniform:200:20000000:100000",
+    "rmat:24:2",
+    "rmat:18:128",
+    "graphlap:powerlaw:2000000",
+    "graphlap:web:2000000",
+    "web:8000000:23",
+    "circuit:8000000:3",
+    "geo:8000000:6",
+    "powerlaw:500000:9",
+    "lap2d:5000",
+    "elast:90",
+];
+
 impl Suite {
     /// The generator specs of the suite, in run order.
     pub fn specs(self) -> &'static [&'static str] {
@@ -114,6 +143,7 @@ impl Suite {
             Suite::Validate => &VALIDATE,
             Suite::Check => &CHECK,
             Suite::Shapes => &SHAPES,
+            Suite::Stress => &STRESS,
         }
     }
 }
