@@ -246,7 +246,11 @@ impl fmt::Display for KernelChoice {
 ///    upload falls back to rule 6 when the slices would store more than
 ///    [`SpmvPlan::SELL_MAX_PADDING`] slots per entry. The mean leaves out the rows SELL
 ///    chunks since 2026-11-26: R-MAT graphs of 64 to 256 entries per row, two thirds of their
-///    entries in rows past 512, went to SELL and ran 1.4-1.9x slower than balanced.
+///    entries in rows past 512, went to SELL and ran 1.4-1.9x slower than balanced. And
+///    when those rows hold more than [`SpmvPlan::SELL_MAX_CHUNKED`] (half) of the entries
+///    ([`SpmvPlan::chunked_fraction`]), balanced runs them better than SELL's chunks:
+///    `rmat:16:1000` (88% of its entries in them) ran SELL 1.53x (f64) and 1.15x (f32)
+///    slower than balanced; the circuit-like matrices (14%) keep SELL.
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
@@ -359,6 +363,9 @@ impl SpmvPlan {
     pub const SCATTERED_MIN_X_BYTES: usize = 16 << 20;
     /// Rule 5: the largest fraction of entries in tail rows ([`Self::tail_fraction`]) for SELL.
     pub const SELL_MAX_TAIL: f64 = 0.02;
+    /// Rule 5: SELL only when the rows it splits into chunks (512 entries or more) hold at
+    /// most this fraction of the entries ([`Self::chunked_fraction`]).
+    pub const SELL_MAX_CHUNKED: f64 = 0.5;
     /// Rule 5: tail rows are longer than this many times the mean of the rows SELL keeps in
     /// slices ([`Self::slice_mean`]).
     pub const TAIL_FACTOR: f64 = 4.0;
@@ -620,6 +627,18 @@ impl SpmvPlan {
             );
         }
         let tail = Self::tail_fraction(stats);
+        let chunked = Self::chunked_fraction(stats);
+        if chunked > Self::SELL_MAX_CHUNKED {
+            return (
+                SpmvKernel::Balanced,
+                format!(
+                    "rows of 512 entries or more hold about {:.0}% of the entries (> {:.0}%): row blocks of equal \
+                     entry counts (long rows split over several blocks) run them faster than SELL's chunks",
+                    100.0 * chunked,
+                    100.0 * Self::SELL_MAX_CHUNKED
+                ),
+            );
+        }
         if tail <= Self::SELL_MAX_TAIL {
             return (
                 SpmvKernel::Sell,
@@ -742,6 +761,29 @@ impl SpmvPlan {
         } else {
             entries / rows as f64
         }
+    }
+
+    /// The fraction of the entries in rows that SELL splits into chunks (512 entries or
+    /// more), estimated from the histogram (the rows below 512 each at the middle of their
+    /// class; 0 when no row is that long).
+    ///
+    /// ```
+    /// use spgpu::{gpu::SpmvPlan, RowStats};
+    /// // 9000 rows of 4 (counted as 5.5) and 100 of 5000
+    /// let s = RowStats::from_lengths((0..9100).map(|r| if r < 9000 { 4 } else { 5000 }), 100_000);
+    /// let want = 1.0 - 9000.0 * 5.5 / 536_000.0;
+    /// assert!((SpmvPlan::chunked_fraction(&s) - want).abs() < 1e-9);
+    /// ```
+    pub fn chunked_fraction(stats: &RowStats) -> f64 {
+        if stats.max < 512 || stats.nnz == 0 {
+            return 0.0;
+        }
+        let short: f64 = (0..stats.histogram.len())
+            .map(|k| (RowStats::class_range(k), stats.histogram[k]))
+            .filter(|&((_, hi), _)| hi < 512)
+            .map(|((lo, hi), n)| n as f64 * (lo + hi) as f64 / 2.0)
+            .sum();
+        (1.0 - short / stats.nnz as f64).clamp(0.0, 1.0)
     }
 
     /// The plan after its storage could not be built (SELL padding past its limit): the
@@ -1245,6 +1287,13 @@ mod tests {
         // without the rows of 200, SELL (the rows of 5000 go in chunks)
         let l: Vec<usize> = l.iter().map(|&n| if n == 200 { 16 } else { n }).collect();
         assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Sell);
+        // unless the chunked rows hold more than half of the entries: rows of 20000 instead
+        let l: Vec<usize> = l.iter().map(|&n| if n == 5000 { 20_000 } else { n }).collect();
+        let st = stats(&l);
+        assert!(SpmvPlan::chunked_fraction(&st) > SpmvPlan::SELL_MAX_CHUNKED);
+        let p = SpmvPlan::from_stats::<f64>(&st, 32);
+        assert_eq!(p.kernel(), SpmvKernel::Balanced, "{}", p.explain());
+        assert!(p.explain().contains("rows of 512 entries or more hold"), "{}", p.explain());
     }
 
     #[test]
