@@ -205,7 +205,14 @@ impl fmt::Display for KernelChoice {
 ///      largest power of two `t <= 32` with `rows x t <= FILL_THREADS`, at most the longest
 ///      row; one thread per row (scalar) when that is 1. In the final run it beat the fastest
 ///      cuSPARSE variant by 1.28x to 3.73x on the 35 SuiteSparse matrices it was chosen for
-///      (f64 and f32).
+///      (f64 and f32). But when that gives fewer than [`SpmvPlan::SMALL_MIN_FILL`] (4)
+///      threads per row (more than 67584 rows) and the rows hold at least
+///      [`SpmvPlan::SMALL_STORAGE_MIN_MEAN`] (4) entries on average, the matrix follows rules
+///      3 to 6 instead: on 2026-11-26 (H200) such matrices of 1 to 4 million entries ran 2
+///      threads per row 1.1x to 2.7x slower than ELL or SELL (`uniform:130000:2000000:30`
+///      65.4 µs against SELL 33.9, 0.60x cuSPARSE; `lap2d:360` 3.5 against ELL 2.7), while on
+///      fewer rows, or rows of 2 (`luxembourg_osm`, 2.4 µs against SELL 3.0), the vector
+///      kernel held its own.
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
 ///    the mean): ELL from [`SpmvPlan::ell_long_min_rows`] rows on (36000 for rows of up to
 ///    1500 entries in `f64` or 400 in `f32`, more for longer rows: ELL's thread per row
@@ -317,6 +324,12 @@ impl SpmvPlan {
     pub const SMALL_ROWS: usize = Self::FILL_THREADS / 2;
     /// ...and at most this many entries (their working set fits the L2: latency-bound).
     pub const SMALL_NNZ: usize = 1 << 22;
+    /// Rule 2 runs the fill rule's vector kernel while it gives at least this many threads
+    /// per row (at most 67584 rows)...
+    pub const SMALL_MIN_FILL: u32 = 4;
+    /// ...or the rows are shorter than this on average; otherwise a small matrix follows the
+    /// storage rules of larger ones (3 to 6).
+    pub const SMALL_STORAGE_MIN_MEAN: f64 = 4.0;
     /// Rule 3: ELL runs long, even rows from this many rows on (one thread per row: its time
     /// follows the longest row, the vector kernel's the entry count), when the mean row is
     /// at most the knee ([`Self::ELL_LONG_KNEE_F64`], [`Self::ELL_LONG_KNEE_F32`]); longer
@@ -536,7 +549,10 @@ impl SpmvPlan {
             if let Some(few) = few_long {
                 return few;
             }
-            return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
+            if fill >= Self::SMALL_MIN_FILL || stats.mean < Self::SMALL_STORAGE_MIN_MEAN {
+                return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
+            }
+            // many rows of 4 or more entries: the storage rules of larger matrices below
         }
         if let Some(few) = few_long {
             return few;
@@ -1240,6 +1256,22 @@ mod tests {
         assert_eq!(
             SpmvPlan::from_stats::<f64>(&stats(&[100; 100]), 16).kernel(),
             SpmvKernel::Vector { threads_per_row: 16 }
+        );
+    }
+
+    #[test]
+    fn small_matrices_of_many_rows_follow_the_storage_rules() {
+        // more than 67584 rows (the fill rule gives 2 threads) of 4 or more entries: ELL for
+        // even rows of 7, SELL for even rows of 27, as on larger matrices
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[7; 100_000]), 32).kernel(), SpmvKernel::Ell);
+        let p = SpmvPlan::from_stats::<f32>(&stats(&[27; 100_000]), 32);
+        assert_eq!(p.kernel(), SpmvKernel::Sell, "{}", p.explain());
+        // rows of 2 (a road network), or fewer rows: the fill rule's vector kernel
+        let l: Vec<usize> = (0..100_000).map(|i| 1 + i % 3).collect();
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&l), 32).kernel(), SpmvKernel::Vector { threads_per_row: 2 });
+        assert_eq!(
+            SpmvPlan::from_stats::<f64>(&stats(&[27; 60_000]), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 4 }
         );
     }
 
