@@ -691,7 +691,7 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &sparse).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
-    // few columns read evenly (90 entries each): the most-read hold a quarter of the entries,
+    // few columns read evenly (about 87 entries each): the most-read hold a quarter of the entries,
     // but no more than their share of the columns (MIN_SKEW), so no hot columns
     let even = gen::random_uniform::<f32>(1500, 50_000, 3000, 2);
     assert!(even.nnz() > 1 << 22);

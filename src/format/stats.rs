@@ -16,6 +16,7 @@ use std::fmt;
 /// assert_eq!((s.min, s.max, s.empty_rows), (0, 3, 1));
 /// assert!((s.mean - 4.0 / 3.0).abs() < 1e-12);
 /// assert_eq!(s.histogram, vec![1, 1, 1]); // one empty, one of length 1, one of 2-3
+/// assert_eq!(s.histogram_entries, vec![0, 1, 3]); // their entries
 /// # Ok::<(), spgpu::FormatError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +39,9 @@ pub struct RowStats {
     pub empty_rows: usize,
     /// Row counts by length class, powers of two (see the type docs).
     pub histogram: Vec<usize>,
+    /// Stored entries by length class: `histogram_entries[k]` sums the lengths of the rows
+    /// that `histogram[k]` counts (exact, where the class's rows alone give only a range).
+    pub histogram_entries: Vec<usize>,
 }
 
 /// Running integer tallies of row lengths, mergeable in any grouping with the same result:
@@ -53,11 +57,22 @@ struct Tally {
     sum: u128,
     sum_sq: u128,
     histogram: Vec<usize>,
+    histogram_entries: Vec<usize>,
 }
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { nrows: 0, nnz: 0, min: usize::MAX, max: 0, empty: 0, sum: 0, sum_sq: 0, histogram: Vec::new() }
+        Tally {
+            nrows: 0,
+            nnz: 0,
+            min: usize::MAX,
+            max: 0,
+            empty: 0,
+            sum: 0,
+            sum_sq: 0,
+            histogram: Vec::new(),
+            histogram_entries: Vec::new(),
+        }
     }
 }
 
@@ -75,8 +90,10 @@ impl Tally {
         let class = RowStats::class_of(len);
         if self.histogram.len() <= class {
             self.histogram.resize(class + 1, 0);
+            self.histogram_entries.resize(class + 1, 0);
         }
         self.histogram[class] += 1;
+        self.histogram_entries[class] = self.histogram_entries[class].saturating_add(len);
     }
 
     fn merge(mut self, other: Tally) -> Tally {
@@ -89,9 +106,13 @@ impl Tally {
         self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
         if self.histogram.len() < other.histogram.len() {
             self.histogram.resize(other.histogram.len(), 0);
+            self.histogram_entries.resize(other.histogram.len(), 0);
         }
         for (h, o) in self.histogram.iter_mut().zip(&other.histogram) {
             *h += o;
+        }
+        for (h, o) in self.histogram_entries.iter_mut().zip(&other.histogram_entries) {
+            *h = h.saturating_add(*o);
         }
         self
     }
@@ -117,6 +138,7 @@ impl Tally {
             std_dev: var.sqrt(),
             empty_rows: self.empty,
             histogram: self.histogram,
+            histogram_entries: self.histogram_entries,
         }
     }
 }
@@ -217,6 +239,9 @@ mod tests {
         assert_eq!(parallel, serial);
         assert_eq!(parallel.nnz, lengths.iter().sum::<usize>());
         assert_eq!(parallel.histogram.iter().sum::<usize>(), 300_000);
+        assert_eq!(parallel.histogram_entries.iter().sum::<usize>(), parallel.nnz);
+        // class 6 (lengths 32-63): the rows of 32 to 40 entries
+        assert_eq!(parallel.histogram_entries[6], lengths.iter().filter(|&&l| (32..64).contains(&l)).sum::<usize>());
         assert_eq!((parallel.min, parallel.empty_rows), (0, lengths.iter().filter(|&&l| l == 0).count()));
         // no rows
         assert_eq!(RowStats::from_row_offsets(&[], 5), RowStats::from_lengths([], 5));

@@ -227,7 +227,7 @@ pub const MIN_SKEW: f64 = 4.0;
 /// run. On sparser R-MAT graphs it lost even with more than [`MIN_SHARE`] of the entries in
 /// hot columns (H200, 2026-11-26, hot against `SPGPU_HOT_COLUMNS=0` in one call):
 /// `rmat:24:2` (2.0 per column) f32 462.7 against 414.5 us, `rmat:23:3:5` (2.9) f64 308.1
-/// against 278.8 and f32 262.0 against 231.5, `rmat:22:4:2` (3.8) f64 163.6 against 154.1
+/// against 278.8 and f32 262.0 against 231.5, `rmat:22:4:2` (3.96) f64 163.6 against 154.1
 /// and f32 142.6 against 136.3; the graphs it was fitted on, which gained 4-20%, have 6 to
 /// 16.
 pub const MIN_ENTRIES_PER_COLUMN: usize = 5;
