@@ -213,7 +213,11 @@ impl fmt::Display for KernelChoice {
 ///      threads per row 1.1x to 2.7x slower than ELL or SELL (`uniform:130000:2000000:30`
 ///      65.4 µs against SELL 33.9, 0.60x cuSPARSE; `lap2d:360` 3.5 against ELL 2.7), while on
 ///      fewer rows, or rows of 2 (`luxembourg_osm`, 2.4 µs against SELL 3.0), the vector
-///      kernel held its own.
+///      kernel held its own. With 4 threads per row (33793 to 67584 rows) the same holds for
+///      rows of at least [`SpmvPlan::SMALL_LONG_MEAN`] (48) entries on average: on the H200,
+///      rows of 60 on 35000 to 65000 rows ran ELL or SELL 1.02x to 1.41x faster than 4
+///      threads per row; checked only on an H100 so far, on 5 other matrices of 30 to 100 per
+///      row (1.04x to 1.44x faster there; `elast:25`, 73 per row, 0.96x).
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
 ///    the mean): ELL from [`SpmvPlan::ell_long_min_rows`] rows on (36000 for rows of up to
 ///    1500 entries in `f64` or 400 in `f32`, more for longer rows: ELL's thread per row
@@ -331,6 +335,10 @@ impl SpmvPlan {
     /// ...or the rows are shorter than this on average; otherwise a small matrix follows the
     /// storage rules of larger ones (3 to 6).
     pub const SMALL_STORAGE_MIN_MEAN: f64 = 4.0;
+    /// With exactly [`Self::SMALL_MIN_FILL`] threads per row (33793 to 67584 rows), a small
+    /// matrix follows the storage rules when its rows hold at least this many entries on
+    /// average.
+    pub const SMALL_LONG_MEAN: f64 = 48.0;
     /// Rule 3: ELL runs long, even rows from this many rows on (one thread per row: its time
     /// follows the longest row, the vector kernel's the entry count), when the mean row is
     /// at most the knee ([`Self::ELL_LONG_KNEE_F64`], [`Self::ELL_LONG_KNEE_F32`]); longer
@@ -555,7 +563,10 @@ impl SpmvPlan {
             if let Some(few) = few_long {
                 return few;
             }
-            if fill >= Self::SMALL_MIN_FILL || stats.mean < Self::SMALL_STORAGE_MIN_MEAN {
+            let storage = stats.mean >= Self::SMALL_STORAGE_MIN_MEAN
+                && (fill < Self::SMALL_MIN_FILL
+                    || (fill == Self::SMALL_MIN_FILL && stats.mean >= Self::SMALL_LONG_MEAN));
+            if !storage {
                 return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
             }
             // many rows of 4 or more entries: the storage rules of larger matrices below
@@ -1303,6 +1314,17 @@ mod tests {
         assert_eq!(
             SpmvPlan::from_stats::<f64>(&stats(&[27; 60_000]), 32).kernel(),
             SpmvKernel::Vector { threads_per_row: 4 }
+        );
+        // 4 threads per row and rows of 48 or more: the storage rules (SELL for rows of 50)
+        assert_eq!(SpmvPlan::from_stats::<f64>(&stats(&[50; 40_000]), 32).kernel(), SpmvKernel::Sell);
+        assert_eq!(
+            SpmvPlan::from_stats::<f64>(&stats(&[47; 40_000]), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 4 }
+        );
+        // 8 threads per row: the vector kernel whatever the rows
+        assert_eq!(
+            SpmvPlan::from_stats::<f64>(&stats(&[100; 30_000]), 32).kernel(),
+            SpmvKernel::Vector { threads_per_row: 8 }
         );
     }
 
