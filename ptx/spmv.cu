@@ -39,6 +39,31 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // Vector CSR: TPR threads (a sub-warp) per row. Each lane strides through the row by TPR,
 // then the sub-warp reduces its partial sums with shuffles and lane 0 writes y. Rows past
 // the end keep their lanes alive (with an empty range) so every shuffle has the full warp.
+// When the launch has at most one GPU's worth of threads (SPGPU_RESIDENT_THREADS per SM), a
+// row of at least SPGPU_VECTOR_BATCH_STEPS * TPR entries is read 4 entries per lane at a
+// time (columns and values loaded together, evict-first, then 4 gathers of x in flight,
+// into 4 partial sums added in a fixed order); other rows keep one entry per lane per step.
+// The simple loop waits on each entry's loads before it issues the next one's (the loop's
+// exit test comes first), so a row's time follows its length times the memory latency,
+// which too few warps cannot hide. Measured on an H100 (the device tool gave no H200 that
+// day; 2026-11-26, `spgpu bench`; docs/gpu-notes.md, session 21): on 80 random matrices of
+// 2000 to 32000 rows of 128 to 2500 entries, every TPR, batching every row took rows of
+// 400-2500 entries on up to 8000 rows to 0.51-0.97x their time (uniform:2000:2000000:1000
+// f64, 16 threads per row: 55.0 -> 29.0 us) but lost up to 14% on rows of 4 to 16 entries
+// per lane (uniform:8000:2000000:128, 8 threads per row) and up to 30% on launches of more
+// than one GPU's worth of threads (uniform:32000:320000:1000, 32 threads per row: 184.3 ->
+// 239.2 us), whose warps already hide the latency; hence both conditions.
+#define SPGPU_VECTOR_BATCH_STEPS 32
+// Threads resident on one SM of compute capability 7.0, 8.0 and 9.0 (fewer on some others,
+// where the test above is looser).
+#define SPGPU_RESIDENT_THREADS 2048
+
+// The number of SMs (PTX %nsmid: at least the SM count).
+__device__ __forceinline__ unsigned sm_count() {
+    unsigned n;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+}
 template <typename T, unsigned TPR, typename O>
 __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets,
                                            const unsigned* __restrict__ col_indices,
@@ -51,9 +76,36 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
     if (active && alpha != T(0)) {
         const O start = ldg(row_offsets + row);
         const O end = ldg(row_offsets + row + 1);
+        const bool few_warps =
+            (unsigned long long)gridDim.x * SPGPU_BLOCK <= (unsigned long long)sm_count() * SPGPU_RESIDENT_THREADS;
+        if (few_warps && end - start >= O(SPGPU_VECTOR_BATCH_STEPS * TPR)) {
+            acc_t part[4] = {0, 0, 0, 0};
+            O j = start + lane;
+            for (; j + 3 * TPR < end; j += 4 * TPR) {
+                unsigned c[4];
+                T v[4];
+#pragma unroll
+                for (unsigned k = 0; k < 4; ++k) {
+                    c[k] = ldcs(col_indices + j + k * TPR);
+                    v[k] = ldcs(values + j + k * TPR);
+                }
+#pragma unroll
+                for (unsigned k = 0; k < 4; ++k) {
+                    part[k] += acc_t(v[k]) * acc_t(ldg(x + c[k]));
+                }
+            }
+#pragma unroll
+            for (unsigned k = 0; k < 3; ++k) {
+                if (j + k * TPR < end) {
+                    part[k] += acc_t(ldcs(values + j + k * TPR)) * acc_t(ldg(x + ldcs(col_indices + j + k * TPR)));
+                }
+            }
+            sum = (part[0] + part[1]) + (part[2] + part[3]);
+        } else {
 #pragma unroll 4
-        for (O j = start + lane; j < end; j += TPR) {
-            sum += acc_t(ldg(values + j)) * acc_t(ldg(x + ldg(col_indices + j)));
+            for (O j = start + lane; j < end; j += TPR) {
+                sum += acc_t(ldg(values + j)) * acc_t(ldg(x + ldg(col_indices + j)));
+            }
         }
     }
     sum = group_sum<TPR>(sum);

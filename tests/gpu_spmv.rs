@@ -73,6 +73,16 @@ fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
             lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047, 1024, 1025, 1023], 8192, 11),
         ),
         ("many long rows among short ones", lengths_csr(&many_long_rows(), 10_000, 12)),
+        (
+            // the vector kernel reads a row of 32 * TPR entries or more 4 entries per lane at a
+            // time: lengths around that threshold for every TPR, and remainders of 0 to 3
+            "rows at the vector kernel's batch thresholds",
+            lengths_csr(
+                &[63, 64, 65, 67, 127, 128, 131, 255, 256, 258, 511, 512, 513, 1023, 1024, 1027, 0, 1, 3001],
+                4096,
+                13,
+            ),
+        ),
     ]
 }
 

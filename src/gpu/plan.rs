@@ -29,7 +29,10 @@ pub enum SpmvKernel {
     /// CSR, one thread per row (`spmv_csr_scalar_<scalar>`).
     Scalar,
     /// CSR, `threads_per_row` threads per row reduced with warp shuffles
-    /// (`spmv_csr_vector_tpr<N>_<scalar>`); one of [`VECTOR_THREADS_PER_ROW`].
+    /// (`spmv_csr_vector_tpr<N>_<scalar>`); one of [`VECTOR_THREADS_PER_ROW`]. When the
+    /// launch has at most a GPU's worth of threads, a row of 32 entries per thread or more is
+    /// read 4 entries per thread at a time (more loads in flight than its few warps would
+    /// otherwise have).
     Vector {
         /// Threads that share a row: 2, 4, 8, 16 or 32.
         threads_per_row: u32,

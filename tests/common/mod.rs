@@ -40,7 +40,8 @@ pub fn matrices_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-/// Reads a shared matrix by name (without `.mtx`), or prints why the test is skipped.
+/// Reads a shared matrix by name (without `.mtx`; `NAME.mtx.gz` also does), or prints why the
+/// test is skipped.
 ///
 /// # Panics
 ///
@@ -50,11 +51,12 @@ pub fn shared<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
         println!("skipped: no shared matrix folder (set SPGPU_MATRICES)");
         return None;
     };
-    let path = dir.join(format!("{name}.mtx"));
-    if !path.exists() {
-        println!("skipped: {} not found", path.display());
+    // a staged copy may be compressed
+    let plain = dir.join(format!("{name}.mtx"));
+    let Some(path) = [plain.clone(), dir.join(format!("{name}.mtx.gz"))].into_iter().find(|p| p.exists()) else {
+        println!("skipped: {} not found", plain.display());
         return None;
-    }
+    };
     Some(spgpu::io::read_csr::<T>(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
 }
 
