@@ -220,7 +220,15 @@ impl fmt::Display for KernelChoice {
 ///      rows of at least [`SpmvPlan::SMALL_LONG_MEAN`] (48) entries on average: on the H200,
 ///      rows of 60 on 35000 to 65000 rows ran ELL or SELL 1.02x to 1.41x faster than 4
 ///      threads per row; checked only on an H100 so far, on 5 other matrices of 30 to 100 per
-///      row (1.04x to 1.44x faster there; `elast:25`, 73 per row, 0.96x).
+///      row (1.04x to 1.44x faster there; `elast:25`, 73 per row, 0.96x). And from
+///      [`SpmvPlan::SMALL_MID_MIN_ROWS`] (45000) rows, for rows of
+///      [`SpmvPlan::SMALL_MID_MEAN`] (20) to 47 entries whose columns are not narrow
+///      ([`SpmvPlan::small_mid_rows`]; the upload looks at the columns): on an H100
+///      (2026-11-26, the H200 gave none), random rows of 20 to 44 on 50000 to 66000 rows ran
+///      SELL in 0.61x to 0.87x the vector kernel's time, and 14 held-out pairs (rows of 22 to 46
+///      on 46000 to 67000 rows) 0.65x to 0.91x; on the H200 (session 20) rows of 27 on 50000
+///      rows 0.94x / 0.82x, on 40000 rows a tie. Stencils of 27 per row (narrow
+///      columns) ran SELL up to 1.21x slower in `f32` on both cards, so they keep it.
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
 ///    the mean): ELL from [`SpmvPlan::ell_long_min_rows`] rows on (36000 for rows of up to
 ///    1500 entries in `f64` or 400 in `f32`, more for longer rows: ELL's thread per row
@@ -342,6 +350,14 @@ impl SpmvPlan {
     /// matrix follows the storage rules when its rows hold at least this many entries on
     /// average.
     pub const SMALL_LONG_MEAN: f64 = 48.0;
+    /// With exactly [`Self::SMALL_MIN_FILL`] threads per row, a small matrix of at least
+    /// [`Self::SMALL_MID_MIN_ROWS`] rows also follows the storage rules when its rows hold at
+    /// least this many entries on average and its columns are not narrow (all within 32767
+    /// of the diagonal, [`ColumnLayout::Narrow`]: stencils and bands, where the vector kernel
+    /// held its own)...
+    pub const SMALL_MID_MEAN: f64 = 20.0;
+    /// ...from this many rows on.
+    pub const SMALL_MID_MIN_ROWS: usize = 45_000;
     /// Rule 3: ELL runs long, even rows from this many rows on (one thread per row: its time
     /// follows the longest row, the vector kernel's the entry count), when the mean row is
     /// at most the knee ([`Self::ELL_LONG_KNEE_F64`], [`Self::ELL_LONG_KNEE_F32`]); longer
@@ -434,7 +450,7 @@ impl SpmvPlan {
         let even = stats.nnz > 0
             && stats.max <= Self::ELL_NARROW_MAX_ROW
             && stats.max as f64 * stats.nrows as f64 <= Self::ELL_AUTO_PADDING * stats.nnz as f64;
-        if choice != KernelChoice::Auto || !even {
+        if choice != KernelChoice::Auto || !(even || Self::small_mid_rows(stats, 32)) {
             return None;
         }
         // with narrow columns turned off (`SPGPU_NARROW_COLUMNS=0`) no matrix is narrow, but
@@ -568,7 +584,9 @@ impl SpmvPlan {
             }
             let storage = stats.mean >= Self::SMALL_STORAGE_MIN_MEAN
                 && (fill < Self::SMALL_MIN_FILL
-                    || (fill == Self::SMALL_MIN_FILL && stats.mean >= Self::SMALL_LONG_MEAN));
+                    || (fill == Self::SMALL_MIN_FILL && stats.mean >= Self::SMALL_LONG_MEAN)
+                    || (Self::small_mid_rows(stats, warp_size)
+                        && matches!(columns, Some(ColumnLayout::Local | ColumnLayout::Scattered))));
             if !storage {
                 return Self::fill_rule(stats, fill, "a small matrix, latency-bound");
             }
@@ -933,6 +951,20 @@ impl SpmvPlan {
         t
     }
 
+    /// Rule 2: whether a small matrix is one of many mid-length rows, which follows the
+    /// storage rules unless its columns are narrow: at most [`Self::SMALL_NNZ`] entries,
+    /// exactly [`Self::SMALL_MIN_FILL`] threads per row by the fill rule, at least
+    /// [`Self::SMALL_MID_MIN_ROWS`] rows and a mean row of [`Self::SMALL_MID_MEAN`] entries or
+    /// more but under [`Self::SMALL_LONG_MEAN`].
+    pub fn small_mid_rows(stats: &RowStats, warp_size: u32) -> bool {
+        stats.nrows <= Self::SMALL_ROWS
+            && stats.nnz <= Self::SMALL_NNZ
+            && stats.nrows >= Self::SMALL_MID_MIN_ROWS
+            && stats.mean >= Self::SMALL_MID_MEAN
+            && stats.mean < Self::SMALL_LONG_MEAN
+            && Self::fill_threads_per_row(stats, warp_size) == Self::SMALL_MIN_FILL
+    }
+
     /// Rule 3: the fewest rows from which ELL runs long, even rows of this mean length and
     /// element size: [`Self::ELL_LONG_MIN_ROWS`], plus the slope per doubling of the mean
     /// past the knee (`f64`: 10000 rows past 1500 entries; 4-byte values: 8000 past 400).
@@ -1218,6 +1250,26 @@ mod tests {
         // rows too long for rule 4: not looked at
         let long = CsrMatrix::<f64>::try_from_parts(1, 30, vec![0, 30], (0..30).collect(), vec![1.0; 30]).unwrap();
         assert_eq!(layout(&long, auto), None);
+        // but 50000 rows of 30 (rule 2's mid-length rows): looked at; a band is narrow, and
+        // columns r * 997 + 40000 k apart scattered
+        let (rows, len) = (50_000usize, 30usize);
+        let mid = |col: &dyn Fn(usize, usize) -> usize| {
+            let mut cols = Vec::with_capacity(rows * len);
+            for r in 0..rows {
+                let mut c: Vec<u32> = (0..len).map(|k| col(r, k) as u32).collect();
+                c.sort_unstable();
+                c.dedup();
+                cols.extend(c);
+            }
+            let offsets: Vec<u64> = (0..=rows as u64).map(|r| r * len as u64).collect();
+            let n = cols.len();
+            CsrMatrix::try_from_parts(rows, 2_000_000, offsets, cols, vec![1.0f64; n]).unwrap()
+        };
+        let band = mid(&|r, k| r + k);
+        assert!(SpmvPlan::small_mid_rows(&band.row_stats(), 32));
+        assert_eq!(layout(&band, auto), Some(near));
+        let spread = mid(&|r, k| (r * 997 + 40_000 * k) % 2_000_000);
+        assert_eq!(layout(&spread, auto), Some(ColumnLayout::Scattered));
     }
 
     #[test]
@@ -1324,6 +1376,19 @@ mod tests {
             SpmvPlan::from_stats::<f64>(&stats(&[47; 40_000]), 32).kernel(),
             SpmvKernel::Vector { threads_per_row: 4 }
         );
+        // 45000 to 67584 rows of 20 to 47 entries: the storage rules when the columns are
+        // known not to be narrow (a stencil's or a band's keep the vector kernel)
+        let auto = KernelChoice::Auto;
+        let with = |l: &[usize], c| SpmvPlan::with_columns::<f64>(&stats(l), 32, auto, c).unwrap().kernel();
+        let v4 = SpmvKernel::Vector { threads_per_row: 4 };
+        for c in [Some(ColumnLayout::Scattered), Some(ColumnLayout::Local)] {
+            assert_eq!(with(&[30; 50_000], c), SpmvKernel::Sell);
+            assert_eq!(with(&[20; 45_000], c), SpmvKernel::Sell);
+            assert_eq!(with(&[30; 44_999], c), v4, "too few rows");
+            assert_eq!(with(&[19; 50_000], c), v4, "too short");
+        }
+        assert_eq!(with(&[30; 50_000], Some(ColumnLayout::Narrow)), v4);
+        assert_eq!(with(&[30; 50_000], None), v4, "columns not looked at");
         // 8 threads per row: the vector kernel whatever the rows
         assert_eq!(
             SpmvPlan::from_stats::<f64>(&stats(&[100; 30_000]), 32).kernel(),
