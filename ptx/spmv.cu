@@ -52,7 +52,9 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // f64, 16 threads per row: 55.0 -> 29.0 us) but lost up to 14% on rows of 4 to 16 entries
 // per lane (uniform:8000:2000000:128, 8 threads per row) and up to 30% on launches of more
 // than one GPU's worth of threads (uniform:32000:320000:1000, 32 threads per row: 184.3 ->
-// 239.2 us), whose warps already hide the latency; hence both conditions.
+// 239.2 us), whose warps already hide the latency; hence both conditions. (Which rows are
+// batched, and so the order of their sums, depends on the matrix and the GPU's SM count
+// only: repeated calls give the same bits.)
 #define SPGPU_VECTOR_BATCH_STEPS 32
 // Threads resident on one SM of compute capability 7.0, 8.0 and 9.0 (fewer on some others,
 // where the test above is looser).
