@@ -889,4 +889,16 @@ fn short_even_rows_follow_their_columns() {
     run::<f32>(ctx, &band.cast::<f32>(), band_kernel, narrow_on, "band of 17, f32");
     run::<f64>(ctx, &random, SpmvKernel::Sell, false, "random rows of 4, f64");
     run::<f32>(ctx, &random.cast::<f32>(), SpmvKernel::Ell, false, "random rows of 4, f32");
+    // a small matrix of 50000 rows of about 30 (4 threads per row by the fill rule): SELL
+    // for random columns, the vector kernel for a band (narrow columns)
+    let mid_random = gen::random_uniform::<f64>(50_000, 200_000, 30, 7);
+    run::<f64>(ctx, &mid_random, SpmvKernel::Sell, false, "50000 random rows of 30, f64");
+    run::<f32>(ctx, &mid_random.cast::<f32>(), SpmvKernel::Sell, false, "50000 random rows of 30, f32");
+    let mid_band = gen::banded::<f64>(50_000, 15, 8);
+    let (mid_band_kernel, what) = if narrow_on {
+        (SpmvKernel::Vector { threads_per_row: 4 }, "a band of 31 on 50000 rows (narrow)")
+    } else {
+        (SpmvKernel::Sell, "a band of 31 on 50000 rows (narrow columns off: local)")
+    };
+    run::<f64>(ctx, &mid_band, mid_band_kernel, false, what);
 }
