@@ -740,6 +740,35 @@ fn few_long_rows_run_balanced() {
     }
 }
 
+/// Long, even rows within 32767 of the diagonal (a band of 601 on 20000 rows: the fill rule
+/// gives 8 threads per row) run a warp per row, checked against the reference in both
+/// precisions, 20000 x 32 threads being more than one H100's or H200's worth (the vector
+/// kernel's simple loop).
+#[test]
+fn long_narrow_rows_run_a_warp_per_row() {
+    let Some(ctx) = gpu("long_narrow_rows_run_a_warp_per_row") else { return };
+    let a = gen::banded::<f64>(20_000, 300, 41);
+    let mut rng = StdRng::seed_from_u64(42);
+    let x = random_vec::<f64>(&mut rng, a.ncols());
+    let y0 = start_y(&mut rng, a.nrows(), 0.0);
+    let want = SpmvKernel::Vector { threads_per_row: 32 };
+    let d = DeviceCsr::upload(ctx, &a).unwrap();
+    assert_eq!(d.plan().kernel(), want, "{}", d.plan().explain());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+    check("a band of 601 on 20000 rows, f64", &a, 1.0, &x, 0.0, &y0, &d_y.to_vec().unwrap());
+    let a32 = a.cast::<f32>();
+    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    let y32 = vec![f32::NAN; a.nrows()];
+    let d = DeviceCsr::upload(ctx, &a32).unwrap();
+    assert_eq!(d.plan().kernel(), want, "{}", d.plan().explain());
+    let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
+    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+    check("a band of 601 on 20000 rows, f32", &a32, 1.0, &x32, 0.0, &y32, &d_y.to_vec().unwrap());
+}
+
 /// Long rows split into several chunks (balanced kernel, hot-column kernel, SELL) with NaN
 /// and infinities in `x`. The block of a long row's last chunk waits until the other chunks'
 /// slots no longer hold the "no sum" NaN pattern, so no stored sum may look like it: a NaN

@@ -242,7 +242,15 @@ impl fmt::Display for KernelChoice {
 ///    width and ELL), after rows of 2500 on 40000 rows had run ELL 1.7x slower than 32
 ///    threads per row; on 48 others (28000 to 52000 rows of 320 to 3200) the rule's kernel
 ///    took 1.012x the fastest one's time in geometric mean, worst 1.115x (the rule before:
-///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19).
+///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19). That fit had random columns;
+///    where every entry lies within 32767 of the diagonal (wide bands: the upload looks at
+///    the columns of long, even rows) and the fill rule gives at most
+///    [`SpmvPlan::NARROW_LONG_MAX_FILL`] (8) threads per row, a warp per row runs them
+///    instead, never ELL: `x` comes from the caches there, and on an H100 (2026-11-26; the
+///    H200 gave none) 32 threads per row took 0.72x to 0.87x the time of the rule's 8 or 16
+///    on 16 bands of 301 to 2001 entries on 24000 to 32000 rows, and on 7 held-out bands (501
+///    to 2401 entries on 20000 to 60000 rows) the 12 pairs whose kernel changed ran in 0.51x
+///    to 0.88x their time (7 of them ELL before).
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win. Where
@@ -393,6 +401,10 @@ impl SpmvPlan {
     pub const ELL_NARROW_MAX_ROW: usize = 24;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
+    /// Rule 3: long, even rows whose every entry lies within 32767 of the diagonal run a warp
+    /// per row when the fill rule gives at most this many threads per row (about 17000 rows
+    /// or more).
+    pub const NARROW_LONG_MAX_FILL: u32 = 8;
     /// Rule 1: rows are few when even 32 threads per row (a warp) would keep fewer threads
     /// busy than this, a third of [`Self::FILL_THREADS`] (2816 rows)...
     pub const FEW_ROWS_THREADS: usize = Self::FILL_THREADS / 3;
@@ -450,7 +462,7 @@ impl SpmvPlan {
         let even = stats.nnz > 0
             && stats.max <= Self::ELL_NARROW_MAX_ROW
             && stats.max as f64 * stats.nrows as f64 <= Self::ELL_AUTO_PADDING * stats.nnz as f64;
-        if choice != KernelChoice::Auto || !(even || Self::small_mid_rows(stats, 32)) {
+        if choice != KernelChoice::Auto || !(even || Self::small_mid_rows(stats, 32) || Self::long_even_rows(stats)) {
             return None;
         }
         // with narrow columns turned off (`SPGPU_NARROW_COLUMNS=0`) no matrix is narrow, but
@@ -596,7 +608,19 @@ impl SpmvPlan {
             return few;
         }
         let pad = stats.max as f64 * stats.nrows as f64 / stats.nnz as f64;
-        if stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean {
+        if Self::long_even_rows(stats) {
+            let warp = warp_size.min(32);
+            if columns == Some(ColumnLayout::Narrow) && fill <= Self::NARROW_LONG_MAX_FILL && fill < warp {
+                return (
+                    SpmvKernel::Vector { threads_per_row: warp },
+                    format!(
+                        "long, even rows (mean {:.2} >= {}) on {} rows, every entry within 32767 of the diagonal:                          {warp} threads per row (x comes from the caches, so a warp streams each row; the fill rule                          gives {fill})",
+                        stats.mean,
+                        Self::LONG_MEAN,
+                        stats.nrows,
+                    ),
+                );
+            }
             let min_rows = Self::ell_long_min_rows(stats.mean, value_bytes);
             if stats.nrows >= min_rows && pad <= Self::ELL_AUTO_PADDING {
                 return (
@@ -949,6 +973,12 @@ impl SpmvPlan {
             t *= 2;
         }
         t
+    }
+
+    /// Rule 3: long, even rows: a mean of at least [`Self::LONG_MEAN`] entries and no row longer
+    /// than twice the mean.
+    pub fn long_even_rows(stats: &RowStats) -> bool {
+        stats.nnz > 0 && stats.mean >= Self::LONG_MEAN && stats.max as f64 <= 2.0 * stats.mean
     }
 
     /// Rule 2: whether a small matrix is one of many mid-length rows, which follows the
@@ -1394,6 +1424,32 @@ mod tests {
             SpmvPlan::from_stats::<f64>(&stats(&[100; 30_000]), 32).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
         );
+    }
+
+    #[test]
+    fn long_narrow_rows_run_a_warp_per_row() {
+        // long, even rows within 32767 of the diagonal (a wide band), on rows enough for the
+        // fill rule to give 8 threads or fewer: 32 threads per row, never ELL
+        let auto = KernelChoice::Auto;
+        let with =
+            |rows: usize, len: usize, c| SpmvPlan::with_columns::<f32>(&stats(&vec![len; rows]), 32, auto, c).unwrap();
+        for rows in [20_000, 40_000, 60_000] {
+            let p = with(rows, 601, Some(ColumnLayout::Narrow));
+            assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 }, "{rows}: {}", p.explain());
+            assert!(p.explain().contains("within 32767 of the diagonal"), "{}", p.explain());
+        }
+        // scattered or unknown columns keep rule 3 (ELL from about 41000 rows of 601 in f32,
+        // else the vector kernel's own count); 16000 rows (the fill rule gives 16) keep it too
+        assert_eq!(with(48_000, 601, Some(ColumnLayout::Scattered)).kernel(), SpmvKernel::Ell);
+        assert_eq!(with(48_000, 601, None).kernel(), SpmvKernel::Ell);
+        assert_eq!(
+            with(20_000, 601, Some(ColumnLayout::Scattered)).kernel(),
+            SpmvKernel::Vector { threads_per_row: 8 }
+        );
+        assert_eq!(with(16_000, 601, Some(ColumnLayout::Narrow)).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
+        // the upload looks at the columns of long, even rows
+        let band = crate::gen::banded::<f64>(2000, 150, 1);
+        assert!(SpmvPlan::column_layout(&band, &band.row_stats(), auto).is_some(), "rows of 301 are looked at");
     }
 
     #[test]
