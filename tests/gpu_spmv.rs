@@ -748,25 +748,11 @@ fn few_long_rows_run_balanced() {
 fn long_narrow_rows_run_a_warp_per_row() {
     let Some(ctx) = gpu("long_narrow_rows_run_a_warp_per_row") else { return };
     let a = gen::banded::<f64>(20_000, 300, 41);
-    let mut rng = StdRng::seed_from_u64(42);
-    let x = random_vec::<f64>(&mut rng, a.ncols());
-    let y0 = start_y(&mut rng, a.nrows(), 0.0);
-    let want = SpmvKernel::Vector { threads_per_row: 32 };
-    let d = DeviceCsr::upload(ctx, &a).unwrap();
-    assert_eq!(d.plan().kernel(), want, "{}", d.plan().explain());
-    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
-    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
-    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
-    check("a band of 601 on 20000 rows, f64", &a, 1.0, &x, 0.0, &y0, &d_y.to_vec().unwrap());
-    let a32 = a.cast::<f32>();
-    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    let y32 = vec![f32::NAN; a.nrows()];
-    let d = DeviceCsr::upload(ctx, &a32).unwrap();
-    assert_eq!(d.plan().kernel(), want, "{}", d.plan().explain());
-    let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
-    let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
-    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
-    check("a band of 601 on 20000 rows, f32", &a32, 1.0, &x32, 0.0, &y32, &d_y.to_vec().unwrap());
+    // with narrow columns turned off the band's columns are only "local": rule 3's own count
+    let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
+    let want = SpmvKernel::Vector { threads_per_row: if narrow_on { 32 } else { 8 } };
+    planned_products_match::<f64>(ctx, &a, want, false, "a band of 601 on 20000 rows, f64");
+    planned_products_match::<f32>(ctx, &a.cast::<f32>(), want, false, "a band of 601 on 20000 rows, f32");
 }
 
 /// Long rows split into several chunks (balanced kernel, hot-column kernel, SELL) with NaN
@@ -879,55 +865,64 @@ fn set_kernel_switches_row_block_shapes() {
     assert_eq!(d.download().unwrap(), a);
 }
 
+/// Uploads `a` with the automatic plan, asserts its kernel (`want`) and 16-bit column flag
+/// (`narrow`), checks a product against the reference (NaN in `y`, `beta` 0), and the same
+/// after `set_kernel(Auto)`, which must keep both.
+fn planned_products_match<T: Scalar>(
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    want: SpmvKernel,
+    narrow: bool,
+    what: &str,
+) {
+    let mut d = DeviceCsr::upload(ctx, a).unwrap();
+    assert_eq!(d.plan().kernel(), want, "{what}: {}", d.plan().explain());
+    assert_eq!(d.plan().narrow_columns(), narrow, "{what}: {}", d.plan().explain());
+    let mut rng = StdRng::seed_from_u64(7);
+    let x = random_vec::<T>(&mut rng, a.ncols());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    for round in ["upload", "set_kernel(auto)"] {
+        let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+        d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
+        check(&format!("{what}, {round}"), a, T::ONE, &x, T::ZERO, &vec![T::ZERO; a.nrows()], &d_y.to_vec().unwrap());
+        d.set_kernel(KernelChoice::Auto).unwrap();
+        assert_eq!(d.plan().kernel(), want, "{what}: set_kernel(auto): {}", d.plan().explain());
+        assert_eq!(d.plan().narrow_columns(), narrow, "{what}: set_kernel(auto) keeps the 16-bit flag");
+    }
+}
+
 /// Rule 4 with the columns looked at (`SpmvPlan::column_layout`): a band of 17 entries per
 /// row runs ELL with 16-bit columns, random rows of 4 over 3 million columns run SELL in f64
-/// and ELL in f32, and
-/// `set_kernel(Auto)` keeps each on its storage; every product against the reference.
+/// and ELL in f32; 50000 random rows of 30 (rule 2's mid-length rows) run SELL and a band of
+/// 31 on 50000 rows 4 threads per row; `set_kernel(Auto)` keeps each on its storage; every
+/// product against the reference.
 #[test]
 fn short_even_rows_follow_their_columns() {
     let Some(ctx) = gpu("short_even_rows_follow_their_columns") else { return };
     let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
     let band = gen::banded::<f64>(200_000, 8, 3);
     let random = gen::random_uniform::<f64>(200_000, 3_000_000, 4, 5); // x of 24 MB in f64
-    fn run<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<T>, want: SpmvKernel, narrow: bool, what: &str) {
-        let mut d = DeviceCsr::upload(ctx, a).unwrap();
-        assert_eq!(d.plan().kernel(), want, "{what}: {}", d.plan().explain());
-        assert_eq!(d.plan().narrow_columns(), narrow, "{what}: {}", d.plan().explain());
-        let mut rng = StdRng::seed_from_u64(7);
-        let x = random_vec::<T>(&mut rng, a.ncols());
-        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
-        for round in ["upload", "set_kernel(auto)"] {
-            let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
-            d.spmv(T::ONE, &d_x, T::ZERO, &mut d_y).unwrap();
-            check(
-                &format!("{what}, {round}"),
-                a,
-                T::ONE,
-                &x,
-                T::ZERO,
-                &vec![T::ZERO; a.nrows()],
-                &d_y.to_vec().unwrap(),
-            );
-            d.set_kernel(KernelChoice::Auto).unwrap();
-            assert_eq!(d.plan().kernel(), want, "{what}: set_kernel(auto): {}", d.plan().explain());
-            assert_eq!(d.plan().narrow_columns(), narrow, "{what}: set_kernel(auto) keeps the 16-bit flag");
-        }
-    }
     let band_kernel = if narrow_on { SpmvKernel::Ell } else { SpmvKernel::Sell };
-    run::<f64>(ctx, &band, band_kernel, narrow_on, "band of 17, f64");
-    run::<f32>(ctx, &band.cast::<f32>(), band_kernel, narrow_on, "band of 17, f32");
-    run::<f64>(ctx, &random, SpmvKernel::Sell, false, "random rows of 4, f64");
-    run::<f32>(ctx, &random.cast::<f32>(), SpmvKernel::Ell, false, "random rows of 4, f32");
+    planned_products_match::<f64>(ctx, &band, band_kernel, narrow_on, "band of 17, f64");
+    planned_products_match::<f32>(ctx, &band.cast::<f32>(), band_kernel, narrow_on, "band of 17, f32");
+    planned_products_match::<f64>(ctx, &random, SpmvKernel::Sell, false, "random rows of 4, f64");
+    planned_products_match::<f32>(ctx, &random.cast::<f32>(), SpmvKernel::Ell, false, "random rows of 4, f32");
     // a small matrix of 50000 rows of about 30 (4 threads per row by the fill rule): SELL
     // for random columns, the vector kernel for a band (narrow columns)
     let mid_random = gen::random_uniform::<f64>(50_000, 200_000, 30, 7);
-    run::<f64>(ctx, &mid_random, SpmvKernel::Sell, false, "50000 random rows of 30, f64");
-    run::<f32>(ctx, &mid_random.cast::<f32>(), SpmvKernel::Sell, false, "50000 random rows of 30, f32");
+    planned_products_match::<f64>(ctx, &mid_random, SpmvKernel::Sell, false, "50000 random rows of 30, f64");
+    planned_products_match::<f32>(
+        ctx,
+        &mid_random.cast::<f32>(),
+        SpmvKernel::Sell,
+        false,
+        "50000 random rows of 30, f32",
+    );
     let mid_band = gen::banded::<f64>(50_000, 15, 8);
     let (mid_band_kernel, what) = if narrow_on {
         (SpmvKernel::Vector { threads_per_row: 4 }, "a band of 31 on 50000 rows (narrow)")
     } else {
         (SpmvKernel::Sell, "a band of 31 on 50000 rows (narrow columns off: local)")
     };
-    run::<f64>(ctx, &mid_band, mid_band_kernel, false, what);
+    planned_products_match::<f64>(ctx, &mid_band, mid_band_kernel, false, what);
 }

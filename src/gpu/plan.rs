@@ -451,11 +451,13 @@ impl SpmvPlan {
         Self::with_columns::<T>(stats, warp_size, choice, None)
     }
 
-    /// What rule 4 of the automatic plan needs to know about `a`'s columns
-    /// ([`ColumnLayout`]), found (a parallel pass over the columns, and a sample of rows)
-    /// only for [`KernelChoice::Auto`] and even rows short enough for the rule (at most
-    /// [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most [`Self::ELL_AUTO_PADDING`]);
-    /// `None` otherwise. Never [`ColumnLayout::Narrow`] with narrow columns turned off
+    /// What rules 2 to 4 of the automatic plan need to know about `a`'s columns
+    /// ([`ColumnLayout`]), found (a parallel pass over the columns, which stops at the first
+    /// entry farther than 32767 from the diagonal, and a sample of rows) only for
+    /// [`KernelChoice::Auto`] and the matrices those rules look at: even rows short enough
+    /// for rule 4 (at most [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most
+    /// [`Self::ELL_AUTO_PADDING`]), rule 2's mid-length rows ([`Self::small_mid_rows`]) and
+    /// rule 3's long, even rows ([`Self::long_even_rows`]); `None` otherwise. Never [`ColumnLayout::Narrow`] with narrow columns turned off
     /// ([`super::narrow::NARROW_COLUMNS_ENV`]). `stats` are `a`'s.
     /// [`DeviceCsr::upload`](super::DeviceCsr::upload) plans with it.
     pub fn column_layout<T: Scalar>(a: &CsrMatrix<T>, stats: &RowStats, choice: KernelChoice) -> Option<ColumnLayout> {
