@@ -43,6 +43,7 @@ __device__ __forceinline__ T ldcs(const T* __restrict__ p) {
 //
 // WideCols: the column itself, SPGPU_ELL_PADDING in padding slots.
 struct WideCols {
+    static constexpr bool NARROW = false;
     const unsigned* __restrict__ c;
     template <bool STREAM, typename S>
     __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
@@ -60,6 +61,7 @@ struct WideCols {
 // that close to the diagonal (grids, meshes, banded systems), a slot then takes 2 bytes
 // fewer of the memory traffic.
 struct NarrowCols {
+    static constexpr bool NARROW = true;
     const unsigned short* __restrict__ c;
     template <bool STREAM, typename S>
     __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {

@@ -55,6 +55,13 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // 239.2 us), whose warps already hide the latency; hence both conditions. (Which rows are
 // batched, and so the order of their sums, depends on the matrix and the GPU's SM count
 // only: repeated calls give the same bits.)
+// With 16-bit columns (NarrowCols) every row of at least SPGPU_VECTOR_BATCH_STEPS * TPR
+// entries is batched, however many threads the launch has: on 13 bands of 301 to 4001
+// entries per row on 8000 to 100000 rows (H100, 2026-11-26, docs/gpu-notes.md session 22)
+// the batched loop on 16-bit columns took 0.55x-0.78x the time of the 32-bit simple loop
+// (banded:22000:1200 f32, 32 threads per row: 174.4 -> 120.0 us), whereas the simple loop
+// on 16-bit columns was up to 1.26x slower than on 32-bit ones (which is why the upload
+// stores 16-bit columns for the vector kernel only when its rows are long enough to batch).
 #define SPGPU_VECTOR_BATCH_STEPS 32
 // Threads resident on one SM of compute capability 7.0, 8.0 and 9.0 (fewer on some others,
 // where the test above is looser).
@@ -66,9 +73,11 @@ __device__ __forceinline__ unsigned sm_count() {
     asm("mov.u32 %0, %%nsmid;" : "=r"(n));
     return n;
 }
-template <typename T, unsigned TPR, typename O>
-__device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets,
-                                           const unsigned* __restrict__ col_indices,
+// C: how the columns are stored (WideCols, or NarrowCols for 16-bit offsets from the row,
+// which a CSR matrix of entries within 32767 of the diagonal stores instead: 2 bytes fewer
+// per entry; CSR has no padding, so `at`'s answer is always true and ignored).
+template <typename T, unsigned TPR, typename O, typename C>
+__device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets, C cols,
                                            const T* __restrict__ values, const T* __restrict__ x, T alpha,
                                            T beta, T* __restrict__ y) {
     const unsigned row = blockIdx.x * (SPGPU_BLOCK / TPR) + threadIdx.x / TPR;
@@ -78,9 +87,9 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
     if (active && alpha != T(0)) {
         const O start = ldg(row_offsets + row);
         const O end = ldg(row_offsets + row + 1);
-        const bool few_warps =
-            (unsigned long long)gridDim.x * SPGPU_BLOCK <= (unsigned long long)sm_count() * SPGPU_RESIDENT_THREADS;
-        if (few_warps && end - start >= O(SPGPU_VECTOR_BATCH_STEPS * TPR)) {
+        const bool batch = C::NARROW || (unsigned long long)gridDim.x * SPGPU_BLOCK <=
+                                            (unsigned long long)sm_count() * SPGPU_RESIDENT_THREADS;
+        if (batch && end - start >= O(SPGPU_VECTOR_BATCH_STEPS * TPR)) {
             acc_t part[4] = {0, 0, 0, 0};
             O j = start + lane;
             for (; j + 3 * TPR < end; j += 4 * TPR) {
@@ -88,7 +97,7 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
                 T v[4];
 #pragma unroll
                 for (unsigned k = 0; k < 4; ++k) {
-                    c[k] = ldcs(col_indices + j + k * TPR);
+                    cols.template at<true>(j + k * TPR, row, c[k]);
                     v[k] = ldcs(values + j + k * TPR);
                 }
 #pragma unroll
@@ -99,14 +108,18 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 #pragma unroll
             for (unsigned k = 0; k < 3; ++k) {
                 if (j + k * TPR < end) {
-                    part[k] += acc_t(ldcs(values + j + k * TPR)) * acc_t(ldg(x + ldcs(col_indices + j + k * TPR)));
+                    unsigned c;
+                    cols.template at<true>(j + k * TPR, row, c);
+                    part[k] += acc_t(ldcs(values + j + k * TPR)) * acc_t(ldg(x + c));
                 }
             }
             sum = (part[0] + part[1]) + (part[2] + part[3]);
         } else {
 #pragma unroll 4
             for (O j = start + lane; j < end; j += TPR) {
-                sum += acc_t(ldg(values + j)) * acc_t(ldg(x + ldg(col_indices + j)));
+                unsigned c;
+                cols.template at<false>(j, row, c);
+                sum += acc_t(ldg(values + j)) * acc_t(ldg(x + c));
             }
         }
     }
@@ -731,7 +744,12 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
 #define SPGPU_VECTOR_KERNEL(T, N, O, SUFFIX)                                                               \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
         spmv_csr_vector_tpr##N##_##T##SUFFIX(SPGPU_CSR_ARGS(T, O)) {                                       \
-        csr_vector<T, N, O>(nrows, SPGPU_CSR_PASS);                                                        \
+        csr_vector<T, N, O>(nrows, row_offsets, WideCols{col_indices}, values, x, alpha, beta, y);         \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr16_vector_tpr##N##_##T##SUFFIX(      \
+        unsigned nrows, const O *__restrict__ row_offsets, const unsigned short *__restrict__ col_offsets,  \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y) {       \
+        csr_vector<T, N, O>(nrows, row_offsets, NarrowCols{col_offsets}, values, x, alpha, beta, y);       \
     }
 
 // The balanced kernel with row blocks of BT threads, ENTRIES entries and chunks of CHUNK

@@ -741,18 +741,87 @@ fn few_long_rows_run_balanced() {
 }
 
 /// Long, even rows within 32767 of the diagonal (a band of 601 on 20000 rows: the fill rule
-/// gives 8 threads per row) run a warp per row, checked against the reference in both
-/// precisions, 20000 x 32 threads being more than one H100's or H200's worth (the vector
-/// kernel's simple loop).
+/// gives 8 threads per row) run 16 threads per row, reading each row 4 entries per thread
+/// at a time from 16-bit columns, checked against the reference in both precisions;
+/// 20000 x 16 threads are more than one H100's or H200's worth (the 32-bit simple loop
+/// would run).
 #[test]
-fn long_narrow_rows_run_a_warp_per_row() {
-    let Some(ctx) = gpu("long_narrow_rows_run_a_warp_per_row") else { return };
+fn long_narrow_rows_run_batched() {
+    let Some(ctx) = gpu("long_narrow_rows_run_batched") else { return };
     let a = gen::banded::<f64>(20_000, 300, 41);
     // with narrow columns turned off the band's columns are only "local": rule 3's own count
     let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
-    let want = SpmvKernel::Vector { threads_per_row: if narrow_on { 32 } else { 8 } };
-    planned_products_match::<f64>(ctx, &a, want, false, "a band of 601 on 20000 rows, f64");
-    planned_products_match::<f32>(ctx, &a.cast::<f32>(), want, false, "a band of 601 on 20000 rows, f32");
+    let want = SpmvKernel::Vector { threads_per_row: if narrow_on { 16 } else { 8 } };
+    planned_products_match::<f64>(ctx, &a, want, narrow_on, "a band of 601 on 20000 rows, f64");
+    planned_products_match::<f32>(ctx, &a.cast::<f32>(), want, narrow_on, "a band of 601 on 20000 rows, f32");
+}
+
+/// The vector kernel on CSR columns stored as 16-bit offsets: bands within 32767 of the
+/// diagonal (40000 rows of 301, more than a GPU's worth of threads at 8 per row; 3000 rows
+/// of 1201, fewer) with 4, 8 and 32 threads per row, f64 and f32; the upload stores offsets
+/// only where the mean row has 32 entries per thread (not for rows of 301 at 32). Each
+/// product is checked against the reference and, where the 32-bit columns' launch batches
+/// its rows too, must equal bit for bit the same kernel's on 32-bit columns (after
+/// `set_kernel` to the scalar kernel widened the columns); the download gives the matrix
+/// back either way, and the offsets take 2 bytes per entry fewer than the CSR arrays.
+fn vector_kernel_on_16_bit_columns<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
+    let mut rng = StdRng::seed_from_u64(16);
+    for (name, a) in [
+        ("band of 301 on 40000 rows", gen::banded::<f64>(40_000, 150, 5)),
+        ("band of 1201 on 3000 rows", gen::banded::<f64>(3_000, 600, 6)),
+    ] {
+        let a: CsrMatrix<T> = a.cast();
+        for tpr in [4, 8, 32] {
+            let what = format!("{name}, {tpr} threads per row, {}", T::NAME);
+            let mut d = DeviceCsr::upload_with(ctx, &a, KernelChoice::VectorTpr(tpr)).unwrap();
+            let narrow = narrow_on && spgpu::gpu::narrow::csr_offsets_pay(a.row_stats().mean, tpr);
+            assert_eq!(narrow, narrow_on && (tpr < 32 || a.nrows() == 3000), "{what}: the case meant");
+            let storage = if narrow { "CSR with 16-bit column offsets" } else { "CSR" };
+            assert_eq!((d.storage_name(), d.plan().narrow_columns()), (storage, narrow), "{what}");
+            if narrow {
+                assert_eq!(d.device_bytes() + 2 * a.nnz(), d.csr_bytes(), "{what}: device bytes");
+                assert!(d.csr_ptrs().is_none(), "{what}: no 32-bit columns to hand out");
+            }
+            assert_eq!(d.download().unwrap(), a, "{what}: download");
+            let x = random_vec::<T>(&mut rng, a.ncols());
+            let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+            let mut products = Vec::new();
+            for step in ["as uploaded", "widened"] {
+                if step == "widened" {
+                    d.set_kernel(KernelChoice::Scalar).unwrap();
+                    assert_eq!((d.storage_name(), d.plan().narrow_columns()), ("CSR", false), "{what}: scalar");
+                    assert!(d.csr_ptrs().is_some(), "{what}: 32-bit columns after widening");
+                    assert_eq!(d.download().unwrap(), a, "{what}: download after widening");
+                    d.set_kernel(KernelChoice::VectorTpr(tpr)).unwrap();
+                    assert_eq!(d.storage_name(), "CSR", "{what}: the vector kernel keeps the 32-bit columns");
+                }
+                let mut d_y = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+                d.spmv(T::from_f64(-2.5), &d_x, T::ZERO, &mut d_y).unwrap();
+                let got = d_y.to_vec().unwrap();
+                check(&format!("{what}, {step}"), &a, T::from_f64(-2.5), &x, T::ZERO, &vec![T::ZERO; a.nrows()], &got);
+                products.push(got);
+            }
+            // the same loop, so the same bits, when 32-bit columns batch too: at most a GPU's
+            // worth of threads (2048 per SM); 16-bit columns always batch
+            let same = products[0].iter().zip(&products[1]).all(|(n, w)| n.to_f64().to_bits() == w.to_f64().to_bits());
+            let threads = a.nrows().div_ceil(256 / tpr as usize) * 256;
+            if threads <= ctx.info().sm_count as usize * 2048 {
+                assert!(same, "{what}: 16-bit and 32-bit columns give different bits");
+            }
+        }
+    }
+}
+
+#[test]
+fn vector_kernel_on_16_bit_columns_f64() {
+    vector_kernel_on_16_bit_columns::<f64>("vector_kernel_on_16_bit_columns_f64");
+}
+
+#[test]
+fn vector_kernel_on_16_bit_columns_f32() {
+    vector_kernel_on_16_bit_columns::<f32>("vector_kernel_on_16_bit_columns_f32");
 }
 
 /// Long rows split into several chunks (balanced kernel, hot-column kernel, SELL) with NaN

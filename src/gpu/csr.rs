@@ -67,8 +67,8 @@ pub struct DeviceCsr<T: Scalar> {
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
-/// balanced kernel when its plan runs it), or, when the plan chose ELLPACK, the ELL arrays
-/// instead of the CSR ones.
+/// balanced kernel when its plan runs it, or with 16-bit columns for the vector kernel), or,
+/// when the plan chose ELLPACK or SELL, their arrays instead of the CSR ones.
 enum Storage<T: Scalar> {
     Csr {
         row_offsets: Positions,
@@ -77,6 +77,15 @@ enum Storage<T: Scalar> {
         values: Option<DeviceMemory<T>>,
         balanced: Option<Box<Balanced>>,
         hot: Option<Box<DeviceHot<T>>>,
+    },
+    /// The CSR arrays with each column stored as its 16-bit offset from the row
+    /// ([`super::narrow`]), 2 bytes fewer per entry: made for the vector kernel when every
+    /// entry lies within [`narrow::MAX_OFFSET`] of the diagonal (never for a matrix without
+    /// entries).
+    Csr16 {
+        row_offsets: Positions,
+        col_offsets: DeviceMemory<u16>,
+        values: Option<DeviceMemory<T>>,
     },
     Ell(Box<DeviceEll<T>>),
     Sell(Box<DeviceSell<T>>),
@@ -415,6 +424,16 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut shape = (plan.kernel() == SpmvKernel::Balanced)
             .then(|| choose_shape(a.row_offsets(), a.col_indices(), forced_shape));
         let mut blocks = shape.as_ref().map(|(s, _)| RowBlocks::with_shape(a.row_offsets(), *s));
+        // the vector kernel reads 16-bit columns when every entry lies near the diagonal and
+        // its rows are long enough to be read a few entries per thread at a time
+        let narrow_csr = matches!(plan.kernel(), SpmvKernel::Vector { threads_per_row }
+                if narrow::csr_offsets_pay(stats.mean, threads_per_row))
+            && a.nnz() > 0
+            && narrow::enabled()
+            && columns.map_or_else(
+                || narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX),
+                |c| c == ColumnLayout::Narrow,
+            );
         let hot = match &blocks {
             Some(_) => plan_hot::<T>(ctx, a.nnz(), a.ncols(), wide, hot_choice)?,
             None => None,
@@ -428,7 +447,7 @@ impl<T: Scalar> DeviceCsr<T> {
             (None, b) => {
                 let offset = if wide { 8 } else { 4 };
                 (a.nrows() + 1) * offset
-                    + a.nnz() * (4 + T::BYTES)
+                    + a.nnz() * (if narrow_csr { 2 } else { 4 } + T::BYTES)
                     // with hot columns the blocks become default ones, counted as twice the
                     // larger blocks' bytes: an estimate, not a bound (a block takes 8 to 16
                     // bytes for hundreds of entries, so a miss is a few bytes per thousand)
@@ -475,6 +494,18 @@ impl<T: Scalar> DeviceCsr<T> {
             // from what was stored: no slots (every row long) means no narrow columns
             plan.set_narrow(d.cols.as_ref().is_some_and(SlotCols::is_narrow));
             Storage::Sell(Box::new(d))
+        } else if narrow_csr {
+            // encoded on the host a piece at a time while uploading: preprocessing, as for ELL
+            let converting = Instant::now();
+            let col_offsets =
+                narrow::upload_csr_offsets(ctx, a.row_offsets(), a.col_indices(), PIECE, "CSR column offsets")?;
+            preprocessing += converting.elapsed();
+            plan.set_narrow(true);
+            Storage::Csr16 {
+                row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
+                col_offsets,
+                values: upload(a.values(), "CSR values")?,
+            }
         } else {
             let mut col_indices = upload(a.col_indices(), "CSR column indices")?;
             let chosen = match (hot, col_indices.as_mut()) {
@@ -583,7 +614,7 @@ impl<T: Scalar> DeviceCsr<T> {
             (Storage::Csr { .. }, SpmvKernel::Scalar) => {
                 kernels::spmv::csr_scalar(self.ctx, stream, self, alpha, x, beta, y)
             }
-            (Storage::Csr { .. }, SpmvKernel::Vector { threads_per_row }) => {
+            (Storage::Csr { .. } | Storage::Csr16 { .. }, SpmvKernel::Vector { threads_per_row }) => {
                 kernels::spmv::csr_vector(self.ctx, stream, threads_per_row, self, alpha, x, beta, y)
             }
             (Storage::Csr { balanced: Some(b), hot, .. }, SpmvKernel::Balanced) => {
@@ -591,7 +622,7 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             // set_kernel and upload_with keep storage and kernel together, so these arms only
             // guard the invariant.
-            (Storage::Csr { .. }, k) => {
+            (Storage::Csr { .. } | Storage::Csr16 { .. }, k) => {
                 Err(Error::InvalidArgument(format!("the {k} kernel needs storage this matrix was not uploaded with")))
             }
         }
@@ -599,7 +630,9 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// Replaces the plan's kernel. Switching among the CSR kernels (scalar, vector, balanced)
     /// keeps the uploaded arrays (the balanced kernel's row blocks are made from the row
-    /// offsets, read back from the device); switching to or from ELLPACK needs a new upload
+    /// offsets, read back from the device; columns the vector kernel stored as 16-bit
+    /// offsets are read back, decoded and stored as 32-bit columns for the scalar and
+    /// balanced kernels); switching to or from ELLPACK or SELL needs a new upload
     /// ([`upload_with`](DeviceCsr::upload_with)). `balanced` keeps the row blocks and hot
     /// columns the matrix has, or cuts blocks of the default shape; `balanced:N` cuts blocks
     /// of that shape and drops hot columns.
@@ -611,10 +644,18 @@ impl<T: Scalar> DeviceCsr<T> {
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
         let plan = SpmvPlan::with_columns::<T>(&self.stats, self.ctx.warp_size(), choice, self.columns)?;
+        // the scalar and balanced kernels read 32-bit columns
+        let widened = matches!(self.storage, Storage::Csr16 { .. })
+            && matches!(plan.kernel(), SpmvKernel::Scalar | SpmvKernel::Balanced);
+        if widened {
+            self.widen_columns()?;
+        }
         let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
-            (Storage::Ell(_), SpmvKernel::Ell) | (Storage::Sell(_), SpmvKernel::Sell) => {}
-            (Storage::Ell(_) | Storage::Sell(_), k)
+            (Storage::Ell(_), SpmvKernel::Ell)
+            | (Storage::Sell(_), SpmvKernel::Sell)
+            | (Storage::Csr16 { .. }, SpmvKernel::Vector { .. }) => {}
+            (Storage::Ell(_) | Storage::Sell(_) | Storage::Csr16 { .. }, k)
             | (Storage::Csr { .. }, k @ (SpmvKernel::Ell | SpmvKernel::Sell)) => {
                 return Err(Error::InvalidArgument(format!(
                     "this matrix is stored as {stored} on the device: upload it again with DeviceCsr::upload_with \
@@ -651,8 +692,9 @@ impl<T: Scalar> DeviceCsr<T> {
                 Self::unflag(self.ctx, col_indices, hot, self.nnz)?;
             }
         }
-        // the storage is unchanged, and with it whether its slots hold 16-bit columns
-        let narrow = self.plan.narrow_columns();
+        // the storage is unchanged, and with it whether its slots hold 16-bit columns, unless
+        // its 16-bit CSR columns were widened
+        let narrow = self.plan.narrow_columns() && !widened;
         self.plan = plan;
         self.plan.set_narrow(narrow);
         if let (Storage::Csr { balanced: Some(b), hot: None, .. }, SpmvKernel::Balanced) =
@@ -663,6 +705,23 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         self.note_hot();
+        Ok(())
+    }
+
+    /// Replaces CSR storage with 16-bit column offsets by plain CSR (the columns decoded on
+    /// the host, then uploaded); the new columns are uploaded before the offsets are freed,
+    /// so a failure leaves the matrix as it was. Nothing to do for other storage.
+    fn widen_columns(&mut self) -> Result<()> {
+        let Storage::Csr16 { row_offsets, col_offsets, values } = &mut self.storage else { return Ok(()) };
+        self.ctx.synchronize()?;
+        let offsets = row_offsets.download(self.nrows + 1, self.entry_base, "CSR row offsets")?;
+        let cols = narrow::download_csr_offsets(col_offsets, &offsets, "CSR column offsets")?;
+        let col_indices = upload(&cols, "CSR column indices")?;
+        // the offsets again (a few bytes per row), so that the values move over unchanged
+        let row_offsets =
+            Positions::upload(self.ctx, &offsets, row_offsets.is_wide(), self.entry_base, "CSR row offsets")?;
+        let values = values.take();
+        self.storage = Storage::Csr { row_offsets, col_indices, values, balanced: None, hot: None };
         Ok(())
     }
 
@@ -707,6 +766,9 @@ impl<T: Scalar> DeviceCsr<T> {
         match &self.storage {
             Storage::Ell(e) => e.width() * e.nrows() * (SlotCols::slot_bytes(e.narrow_columns()) + T::BYTES),
             Storage::Sell(sl) => sl.bytes,
+            Storage::Csr16 { row_offsets, .. } => {
+                (self.nrows + 1) * if row_offsets.is_wide() { 8 } else { 4 } + self.nnz * (2 + T::BYTES)
+            }
             Storage::Csr { balanced, hot, .. } => {
                 self.csr_bytes()
                     + balanced.as_ref().map_or(0, |b| b.bytes)
@@ -728,7 +790,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// variants; column indices stay 32-bit.
     pub fn offsets_are_64_bit(&self) -> bool {
         match &self.storage {
-            Storage::Csr { row_offsets, .. } => row_offsets.is_wide(),
+            Storage::Csr { row_offsets, .. } | Storage::Csr16 { row_offsets, .. } => row_offsets.is_wide(),
             Storage::Sell(sl) => sl.slice_ptr.is_wide(),
             Storage::Ell(e) => e.is_wide(),
         }
@@ -782,6 +844,13 @@ impl<T: Scalar> DeviceCsr<T> {
                 let vals = download(values.as_ref(), self.nnz, "CSR values")?;
                 Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
             }
+            Storage::Csr16 { row_offsets, col_offsets, values } => {
+                self.ctx.synchronize()?;
+                let offsets = row_offsets.download(self.nrows + 1, self.entry_base, "CSR row offsets")?;
+                let cols = narrow::download_csr_offsets(col_offsets, &offsets, "CSR column offsets")?;
+                let vals = download(values.as_ref(), self.nnz, "CSR values")?;
+                Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
+            }
         }
     }
 
@@ -810,6 +879,9 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
                 v
             }
+            Storage::Csr16 { row_offsets, col_offsets, values } => {
+                vec![row_offsets.addr(), a(Some(col_offsets)), a(values.as_ref())]
+            }
             Storage::Ell(e) => vec![e.cols_addr(), e.values_ptr().as_raw()],
             Storage::Sell(sl) => vec![
                 sl.slice_ptr.addr(),
@@ -827,13 +899,14 @@ impl<T: Scalar> DeviceCsr<T> {
         v
     }
 
-    /// How the matrix is stored on the device: "CSR", "CSR with row blocks", "ELLPACK" or
-    /// "SELL-C-sigma".
+    /// How the matrix is stored on the device: "CSR", "CSR with row blocks" (and hot
+    /// columns), "CSR with 16-bit column offsets", "ELLPACK" or "SELL-C-sigma".
     pub fn storage_name(&self) -> &'static str {
         match &self.storage {
             Storage::Csr { balanced: None, .. } => "CSR",
             Storage::Csr { balanced: Some(_), hot: None, .. } => "CSR with row blocks",
             Storage::Csr { balanced: Some(_), hot: Some(_), .. } => "CSR with row blocks and hot columns",
+            Storage::Csr16 { .. } => "CSR with 16-bit column offsets",
             Storage::Ell(_) => "ELLPACK",
             Storage::Sell(_) => "SELL-C-sigma",
         }
@@ -841,10 +914,11 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// The device CSR arrays for other CUDA code (cuSPARSE, through FFI), valid while `self`
     /// lives. `None` when the plan stored the matrix as ELLPACK or SELL
-    /// ([`ell`](DeviceCsr::ell)), or as CSR with hot columns (whose column array holds
-    /// flagged slots, [`hot`](super::hot)); upload with a CSR kernel other than balanced
-    /// ([`upload_with`](DeviceCsr::upload_with)), or switch to one
-    /// ([`set_kernel`](DeviceCsr::set_kernel)), to get them.
+    /// ([`ell`](DeviceCsr::ell)), as CSR with hot columns (whose column array holds
+    /// flagged slots, [`hot`](super::hot)), or as CSR with 16-bit column offsets (the vector
+    /// kernel's storage for entries near the diagonal, [`narrow`](super::narrow)); upload
+    /// with the scalar kernel ([`upload_with`](DeviceCsr::upload_with)), or switch a CSR
+    /// upload to it ([`set_kernel`](DeviceCsr::set_kernel)), to get them.
     pub fn csr_ptrs(&self) -> Option<CsrPtrs<T>> {
         match &self.storage {
             Storage::Csr { hot: Some(_), .. } => None,
@@ -876,6 +950,21 @@ impl<T: Scalar> DeviceCsr<T> {
             shifted::<u32>(p.col_indices.as_raw(), base),
             shifted::<T>(p.values.as_raw(), base),
         ))
+    }
+
+    /// What the vector kernel's narrow variant is handed: `(64-bit, row offsets, column
+    /// offsets, values)` addresses, the entry arrays moved back by the test-only entry base.
+    /// `None` unless stored as CSR with 16-bit column offsets.
+    pub(crate) fn narrow_kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        match &self.storage {
+            Storage::Csr16 { row_offsets, col_offsets, values } => Some((
+                row_offsets.is_wide(),
+                row_offsets.addr(),
+                shifted::<u16>(col_offsets.as_device_ptr().as_raw(), self.entry_base),
+                shifted::<T>(ptr_of(values.as_ref()).as_raw(), self.entry_base),
+            )),
+            _ => None,
+        }
     }
 
     /// The column indices widened to `u64`, in new device memory (made on the device): for

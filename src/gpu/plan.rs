@@ -243,14 +243,20 @@ impl fmt::Display for KernelChoice {
 ///    threads per row; on 48 others (28000 to 52000 rows of 320 to 3200) the rule's kernel
 ///    took 1.012x the fastest one's time in geometric mean, worst 1.115x (the rule before:
 ///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19). That fit had random columns;
-///    where every entry lies within 32767 of the diagonal (wide bands: the upload looks at
-///    the columns of long, even rows) and the fill rule gives at most
-///    [`SpmvPlan::NARROW_LONG_MAX_FILL`] (8) threads per row, a warp per row runs them
-///    instead, never ELL: `x` comes from the caches there, and on an H100 (2026-11-26; the
-///    H200 gave none) 32 threads per row took 0.72x to 0.87x the time of the rule's 8 or 16
-///    on 16 bands of 301 to 2001 entries on 24000 to 32000 rows, and on 7 held-out bands (501
-///    to 2401 entries on 20000 to 60000 rows) the 12 pairs whose kernel changed ran in 0.51x
-///    to 0.88x their time (7 of them ELL before).
+///    where every entry lies within 32767 of the diagonal (wide bands, and rows over fewer
+///    than 32768 columns: the upload looks at the columns of long, even rows) the vector
+///    kernel runs them, never ELL (`x` comes from the caches; ELL was 2-9x slower on bands),
+///    with the most threads per row that leave a row of the mean at least 32 entries per
+///    thread ([`SpmvPlan::batched_threads_per_row`]: 8 for rows of 256 to 511, 16 up to
+///    1023, then 32), whatever the fill rule gives. The upload then stores the columns as
+///    16-bit offsets ([`super::narrow`]) and the kernel reads each row 4 entries per thread
+///    at a time. On an H100 (2026-11-26; the H200 gave none), fitted on 19 matrices (14
+///    bands of 257 to 6001 entries on 4000 to 150000 rows, 5 random rows of 300 to 2000
+///    over as many columns) against every width of 4 to 32: 1.022x the fastest width's time
+///    in geometric mean (worst 1.43x, `banded:6000:400` f32, 13 µs); on 16 held-out
+///    matrices the plan took 0.67x to 0.99x the previous plan's time (0.778x in geometric
+///    mean, 32 pairs), and 1.28x (`f64`) and 1.17x (`f32`) cuSPARSE's, worst 0.97x
+///    (`banded:40000:250` f32; before: 0.81x to 1.60x, `f32` 0.87x).
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win. Where
@@ -336,7 +342,8 @@ pub struct SpmvPlan {
     memory: Option<(usize, usize)>,
     /// What the upload found about hot columns ([`super::hot`]), when it uses them.
     hot: Option<String>,
-    /// Whether the ELL or SELL slots store 16-bit column offsets ([`super::narrow`]).
+    /// Whether the ELL or SELL slots, or the vector kernel's CSR columns, store 16-bit column
+    /// offsets ([`super::narrow`]).
     narrow: bool,
     /// The shape of the balanced kernel's row blocks and why ([`super::balance::choose_shape`]),
     /// when it runs without hot columns.
@@ -401,10 +408,6 @@ impl SpmvPlan {
     pub const ELL_NARROW_MAX_ROW: usize = 24;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
-    /// Rule 3: long, even rows whose every entry lies within 32767 of the diagonal run a warp
-    /// per row when the fill rule gives at most this many threads per row (about 17000 rows
-    /// or more).
-    pub const NARROW_LONG_MAX_FILL: u32 = 8;
     /// Rule 1: rows are few when even 32 threads per row (a warp) would keep fewer threads
     /// busy than this, a third of [`Self::FILL_THREADS`] (2816 rows)...
     pub const FEW_ROWS_THREADS: usize = Self::FILL_THREADS / 3;
@@ -611,12 +614,14 @@ impl SpmvPlan {
         }
         let pad = stats.max as f64 * stats.nrows as f64 / stats.nnz as f64;
         if Self::long_even_rows(stats) {
-            let warp = warp_size.min(32);
-            if columns == Some(ColumnLayout::Narrow) && fill <= Self::NARROW_LONG_MAX_FILL && fill < warp {
+            if columns == Some(ColumnLayout::Narrow) {
+                let t = Self::batched_threads_per_row(stats.mean, warp_size);
                 return (
-                    SpmvKernel::Vector { threads_per_row: warp },
+                    SpmvKernel::Vector { threads_per_row: t },
                     format!(
-                        "long, even rows (mean {:.2} >= {}) on {} rows, every entry within 32767 of the diagonal:                          {warp} threads per row (x comes from the caches, so a warp streams each row; the fill rule                          gives {fill})",
+                        "long, even rows (mean {:.2} >= {}) on {} rows, every entry within 32767 of the diagonal: \
+                         {t} threads per row, the most that still read a row of the mean 4 entries per thread at a \
+                         time, from 16-bit column offsets (x comes from the caches; the fill rule gives {fill})",
                         stats.mean,
                         Self::LONG_MEAN,
                         stats.nrows,
@@ -916,14 +921,15 @@ impl SpmvPlan {
         self.blocks.as_ref().map(|b| b.0)
     }
 
-    /// Records whether the ELL or SELL slots store 16-bit column offsets, for
+    /// Records whether the ELL or SELL slots (or the vector kernel's CSR columns) store 16-bit
+    /// column offsets, for
     /// [`explain`](SpmvPlan::explain).
     pub(crate) fn set_narrow(&mut self, narrow: bool) {
         self.narrow = narrow;
     }
 
-    /// Whether the uploaded matrix's ELL or SELL slots store each column as its 16-bit
-    /// offset from the row ([`super::narrow`]).
+    /// Whether the uploaded matrix's ELL or SELL slots, or its CSR columns for the vector
+    /// kernel, store each column as its 16-bit offset from the row ([`super::narrow`]).
     pub fn narrow_columns(&self) -> bool {
         self.narrow
     }
@@ -1043,6 +1049,26 @@ impl SpmvPlan {
         t.min(cap).max(fill)
     }
 
+    /// Rule 3 for long, even rows whose every entry lies within 32767 of the diagonal: the
+    /// most threads per row (a power of two, at most the warp and 32) for which a row of
+    /// `mean` entries has at least [`VECTOR_BATCH_STEPS`](super::narrow::VECTOR_BATCH_STEPS)
+    /// entries per thread, so that the vector kernel reads it 4 entries per thread at a time
+    /// from 16-bit column offsets; at least 2.
+    ///
+    /// ```
+    /// use spgpu::gpu::SpmvPlan;
+    /// assert_eq!(SpmvPlan::batched_threads_per_row(300.0, 32), 8);
+    /// assert_eq!(SpmvPlan::batched_threads_per_row(800.0, 32), 16);
+    /// assert_eq!(SpmvPlan::batched_threads_per_row(1024.0, 32), 32);
+    /// assert_eq!(SpmvPlan::batched_threads_per_row(5000.0, 16), 16);
+    /// assert_eq!(SpmvPlan::batched_threads_per_row(10.0, 32), 2);
+    /// ```
+    pub fn batched_threads_per_row(mean: f64, warp_size: u32) -> u32 {
+        let cap = warp_size.clamp(2, 32);
+        let steps = super::narrow::VECTOR_BATCH_STEPS as f64;
+        VECTOR_THREADS_PER_ROW.iter().copied().filter(|&t| t <= cap && steps * f64::from(t) <= mean).max().unwrap_or(2)
+    }
+
     /// The design rule's threads per row: the largest power of two not above `mean`,
     /// clamped to `2..=min(warp_size, 32)`.
     ///
@@ -1120,8 +1146,8 @@ impl SpmvPlan {
         }
         if self.narrow {
             s += &format!(
-                "\n  columns: 16-bit offsets from the row (every entry within {} of the diagonal), 2 bytes per slot \
-                 instead of 4",
+                "\n  columns: 16-bit offsets from the row (every entry within {} of the diagonal), 2 bytes per stored \
+                 column instead of 4",
                 super::narrow::MAX_OFFSET
             );
         }
@@ -1429,26 +1455,27 @@ mod tests {
     }
 
     #[test]
-    fn long_narrow_rows_run_a_warp_per_row() {
-        // long, even rows within 32767 of the diagonal (a wide band), on rows enough for the
-        // fill rule to give 8 threads or fewer: 32 threads per row, never ELL
+    fn long_narrow_rows_run_batched() {
+        // long, even rows within 32767 of the diagonal (a wide band), few rows or many: the
+        // most threads per row that leave 32 entries per thread, never ELL
         let auto = KernelChoice::Auto;
         let with =
             |rows: usize, len: usize, c| SpmvPlan::with_columns::<f32>(&stats(&vec![len; rows]), 32, auto, c).unwrap();
-        for rows in [20_000, 40_000, 60_000] {
-            let p = with(rows, 601, Some(ColumnLayout::Narrow));
-            assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 }, "{rows}: {}", p.explain());
+        for (rows, len, t) in
+            [(20_000, 601, 16), (60_000, 601, 16), (150_000, 261, 8), (4000, 3001, 32), (16_000, 401, 8)]
+        {
+            let p = with(rows, len, Some(ColumnLayout::Narrow));
+            assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: t }, "{rows} x {len}: {}", p.explain());
             assert!(p.explain().contains("within 32767 of the diagonal"), "{}", p.explain());
         }
         // scattered or unknown columns keep rule 3 (ELL from about 41000 rows of 601 in f32,
-        // else the vector kernel's own count); 16000 rows (the fill rule gives 16) keep it too
+        // else the vector kernel's own count)
         assert_eq!(with(48_000, 601, Some(ColumnLayout::Scattered)).kernel(), SpmvKernel::Ell);
         assert_eq!(with(48_000, 601, None).kernel(), SpmvKernel::Ell);
         assert_eq!(
             with(20_000, 601, Some(ColumnLayout::Scattered)).kernel(),
             SpmvKernel::Vector { threads_per_row: 8 }
         );
-        assert_eq!(with(16_000, 601, Some(ColumnLayout::Narrow)).kernel(), SpmvKernel::Vector { threads_per_row: 16 });
         // the upload looks at the columns of long, even rows
         let band = crate::gen::banded::<f64>(2000, 150, 1);
         assert!(SpmvPlan::column_layout(&band, &band.row_stats(), auto).is_some(), "rows of 301 are looked at");

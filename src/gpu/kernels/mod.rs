@@ -19,9 +19,10 @@ pub(crate) const BLOCK: u32 = 256;
 pub enum GpuKernel {
     /// One of the SpMV kernels (module [`ModuleId::Spmv`]).
     Spmv(SpmvKernel),
-    /// The ELL or SELL kernel reading 16-bit column offsets (`spmv_ell16_<T>`,
-    /// `spmv_sell16_<T>`, each with a 64-bit variant; module [`ModuleId::Spmv`]; see
-    /// [`narrow`](super::narrow)). Only [`SpmvKernel::Ell`] and [`SpmvKernel::Sell`] have one.
+    /// The ELL, SELL or vector CSR kernel reading 16-bit column offsets (`spmv_ell16_<T>`,
+    /// `spmv_sell16_<T>`, `spmv_csr16_vector_tpr<N>_<T>`, each with a 64-bit variant; module
+    /// [`ModuleId::Spmv`]; see [`narrow`](super::narrow)). Only [`SpmvKernel::Ell`],
+    /// [`SpmvKernel::Sell`] and [`SpmvKernel::Vector`] have one.
     Narrow(SpmvKernel),
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
@@ -109,11 +110,10 @@ impl GpuKernel {
                 .filter(|&&s| s != super::balance::RowShape::DEFAULT)
                 .map(|s| GpuKernel::BalancedShape(s.threads as u32)),
         );
-        all.extend(
-            super::plan::VECTOR_THREADS_PER_ROW
-                .iter()
-                .map(|&threads_per_row| GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row })),
-        );
+        for threads_per_row in super::plan::VECTOR_THREADS_PER_ROW {
+            all.push(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }));
+            all.push(GpuKernel::Narrow(SpmvKernel::Vector { threads_per_row }));
+        }
         all
     }
 
@@ -137,6 +137,10 @@ impl GpuKernel {
 /// );
 /// assert_eq!(kernel_name(GpuKernel::Spmv(SpmvKernel::Ell), "f64"), "spmv_ell_f64");
 /// assert_eq!(kernel_name(GpuKernel::Narrow(SpmvKernel::Sell), "f32"), "spmv_sell16_f32");
+/// assert_eq!(
+///     kernel_name(GpuKernel::Narrow(SpmvKernel::Vector { threads_per_row: 32 }), "f64"),
+///     "spmv_csr16_vector_tpr32_f64"
+/// );
 /// ```
 pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
     match kernel {
@@ -147,6 +151,9 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::Spmv(SpmvKernel::Ell) => format!("spmv_ell_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Balanced) => format!("spmv_csr_balanced_{scalar}"),
         GpuKernel::Spmv(SpmvKernel::Sell) => format!("spmv_sell_{scalar}"),
+        GpuKernel::Narrow(SpmvKernel::Vector { threads_per_row }) => {
+            format!("spmv_csr16_vector_tpr{threads_per_row}_{scalar}")
+        }
         GpuKernel::Narrow(k) => format!("{}16_{scalar}", kernel_name(GpuKernel::Spmv(k), "").trim_end_matches('_')),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
@@ -195,8 +202,8 @@ pub(crate) fn balanced_kernel_name(shape: super::balance::RowShape, scalar: &str
     }
 }
 
-/// [`spmv_kernel_name`] of the ELL or SELL kernel, or of its variant reading 16-bit column
-/// offsets ([`GpuKernel::Narrow`]) when `narrow`.
+/// [`spmv_kernel_name`] of the ELL, SELL or vector kernel, or of its variant reading 16-bit
+/// column offsets ([`GpuKernel::Narrow`]) when `narrow`.
 pub(crate) fn slot_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool, narrow: bool) -> String {
     if narrow {
         kernel_name(GpuKernel::Narrow(kernel), scalar) + if wide { "_i64" } else { "" }
@@ -250,9 +257,10 @@ mod tests {
         assert_eq!(unique.len(), names.len());
         // SpMV kernels (4 + 5 vector, each in two widths), fill, the hot-column kernel (two
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
-        // narrow ELL and SELL kernels (two widths), the two conversions each to ELL and SELL,
-        // then widen, unflag, count and flag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 4 + 2 * 4 + 4 + 2 * 12);
+        // narrow ELL, SELL and 5 vector kernels (two widths), the two conversions each to ELL
+        // and SELL, then widen, unflag, count and flag, then the CG kernels of blas.rs
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 7 + 2 * 4 + 4 + 2 * 12);
+        assert!(unique.contains("spmv_csr16_vector_tpr2_f32") && unique.contains("spmv_csr16_vector_tpr32_f64_i64"));
         assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));
         assert!(unique.contains("spmv_csr_balanced512_f32") && unique.contains("spmv_csr_balanced512_f64_i64"));
         assert!(unique.contains("spmv_ell16_f32") && unique.contains("spmv_sell16_f64_i64"));

@@ -83,14 +83,19 @@ pub(crate) fn csr_vector<T: Scalar>(
     }
     let nrows = index("rows", a.nrows())?;
     let grid = blocks(a.nrows(), BLOCK / threads_per_row)?;
-    let (wide, offsets, cols, vals) = csr_arrays(a)?;
-    let name = spmv_kernel_name(SpmvKernel::Vector { threads_per_row }, T::NAME, wide);
+    let (narrow, (wide, offsets, cols, vals)) = match a.narrow_kernel_arrays() {
+        Some(arrays) => (true, arrays),
+        None => (false, csr_arrays(a)?),
+    };
+    let name = slot_kernel_name(SpmvKernel::Vector { threads_per_row }, T::NAME, wide, narrow);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
     // SAFETY: spmv_csr_vector_tpr<N>_<T>[_i64](unsigned nrows, const O* row_offsets (O as for
-    // the scalar kernel),
-    // const unsigned* col_indices, const T* values, const T* x, T alpha, T beta, T* y),
+    // the scalar kernel), const unsigned* col_indices, const T* values, const T* x, T alpha,
+    // T beta, T* y), or spmv_csr16_vector_tpr<N>_<T>[_i64] with const unsigned short*
+    // col_offsets instead of col_indices (16-bit offsets from the row, each column within
+    // [0, ncols) by the CSR invariants and narrow::encode),
     // launched with BLOCK threads per block as the kernel assumes (SPGPU_BLOCK / N rows per
     // block). Arguments match in order and type; lengths were checked above (x: ncols,
     // y: nrows), N is one of the compiled variants and at most the warp size, the CSR
