@@ -71,6 +71,28 @@ struct NarrowCols {
     }
 };
 
+// The most far columns of a FarCols table (FAR_SLOTS on the Rust side), and the slot of the
+// first (FAR_CODE).
+#define SPGPU_FAR_SLOTS 255u
+#define SPGPU_FAR_CODE 0x8001u
+
+// FarCols: NarrowCols whose slots SPGPU_FAR_CODE + k (k < SPGPU_FAR_SLOTS, offsets -32767 to -32513,
+// which the other offsets then leave out) name column far[k] of a table of far columns: for
+// SELL slots of a band whose rows also hold entries in a few far columns (the power and
+// ground nets of a circuit).
+struct FarCols {
+    static constexpr bool NARROW = true;
+    const unsigned short* __restrict__ c;
+    const unsigned* __restrict__ far;
+    template <bool STREAM, typename S>
+    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
+        const unsigned short d = STREAM ? ldcs(c + slot) : ldg(c + slot);
+        const unsigned code = unsigned(d) - SPGPU_FAR_CODE;
+        col = code < SPGPU_FAR_SLOTS ? ldg(far + code) : row + unsigned(int(short(d)));
+        return d != SPGPU_NARROW_PADDING;
+    }
+};
+
 // Writes `y[row] = alpha*sum + beta*y[row]`, never reading `y[row]` when `beta == 0` and
 // never using `sum` when `alpha == 0`.
 template <typename T>

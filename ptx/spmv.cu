@@ -824,6 +824,16 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         const unsigned *__restrict__ long_rows) {                                                        \
         sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, NarrowCols{col_offsets}, vals, x, alpha, beta, \
                    y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials}); \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell16f_##T##SUFFIX(                  \
+        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
+        const unsigned *__restrict__ perm, const unsigned short *__restrict__ col_offsets,               \
+        const T *__restrict__ vals, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,         \
+        const O *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                       \
+        const T *__restrict__ long_vals, acc_t *__restrict__ partials, unsigned nlong,                   \
+        const unsigned *__restrict__ long_rows, const unsigned *__restrict__ far) {                      \
+        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, FarCols{col_offsets, far}, vals, x, alpha,   \
+                   beta, y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials});    \
     }
 
 #define SPGPU_KERNELS(T)                                                                                   \

@@ -934,6 +934,55 @@ fn set_kernel_switches_row_block_shapes() {
     assert_eq!(d.download().unwrap(), a);
 }
 
+/// SELL slots of a circuit-like matrix (a band plus 4 power and ground nets, whose columns
+/// lie far from most of the rows holding them): 16-bit offsets with a table of the 4 far
+/// columns (32-bit columns with `SPGPU_NARROW_COLUMNS=0`). Products against the reference
+/// (NaN in `y` for `beta` 0), a repeated call and the 64-bit positions' kernel give the same
+/// bits, and the download gives the matrix back.
+fn sell_with_far_columns<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
+    let a: CsrMatrix<T> = gen::circuit::<f64>(200_000, 3).unwrap().cast();
+    let d = DeviceCsr::upload_with(ctx, &a, KernelChoice::Sell).unwrap();
+    let what = format!("circuit of 200000 rows, SELL, {}", T::NAME);
+    assert_eq!(d.plan().kernel(), SpmvKernel::Sell, "{what}");
+    let far = if narrow_on { 4 } else { 0 };
+    assert_eq!((d.plan().narrow_columns(), d.plan().far_columns()), (narrow_on, far), "{}", d.plan().explain());
+    if narrow_on {
+        assert!(d.plan().explain().contains("4 far column(s)"), "{}", d.plan().explain());
+    }
+    assert_eq!(d.download().unwrap(), a, "{what}: download");
+    let shifted = DeviceCsr::upload_with_entry_base(ctx, &a, KernelChoice::Sell, (1u64 << 32) + 77).unwrap();
+    assert_eq!(shifted.plan().far_columns(), far, "{what}: 64-bit positions");
+    let mut rng = StdRng::seed_from_u64(33);
+    for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_f64(-2.5), T::ONE)] {
+        let x = random_vec::<T>(&mut rng, a.ncols());
+        let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
+        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+        let mut outs = Vec::new();
+        for m in [&d, &d, &shifted] {
+            let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+            m.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
+            outs.push(d_y.to_vec().unwrap());
+        }
+        check(&format!("{what}, alpha {alpha}, beta {beta}"), &a, alpha, &x, beta, &y0, &outs[0]);
+        for (k, o) in outs.iter().enumerate().skip(1) {
+            let same = o.iter().zip(&outs[0]).all(|(g, f)| g.to_f64().to_bits() == f.to_f64().to_bits());
+            assert!(same, "{what}: product {k} (a repeated call, then 64-bit positions) differs from the first");
+        }
+    }
+}
+
+#[test]
+fn sell_with_far_columns_f64() {
+    sell_with_far_columns::<f64>("sell_with_far_columns_f64");
+}
+
+#[test]
+fn sell_with_far_columns_f32() {
+    sell_with_far_columns::<f32>("sell_with_far_columns_f32");
+}
+
 /// Uploads `a` with the automatic plan, asserts its kernel (`want`) and 16-bit column flag
 /// (`narrow`), checks a product against the reference (NaN in `y`, `beta` 0), and the same
 /// after `set_kernel(Auto)`, which must keep both.

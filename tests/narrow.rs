@@ -1,5 +1,6 @@
 //! Narrow columns (`spgpu::gpu::narrow`): ELL and SELL slots store 16-bit offsets from the
-//! row when every entry lies within 32767 of the diagonal, and 32-bit columns otherwise.
+//! row when every entry lies within 32767 of the diagonal (SELL also when the others lie in
+//! a few far columns, through a table), and 32-bit columns otherwise.
 //! Checked on the GPU against the reference, against the 32-bit form of the same matrix
 //! (bit-identical: `SPGPU_NARROW_COLUMNS=0` forces it), through downloads, and through CG's
 //! fused ELL kernel.
@@ -112,27 +113,28 @@ fn uploads<T: Scalar>(ctx: &'static Context) {
     let near = banded::<T>(n, &[1, 2_000, 32_767], &[]);
     let far = banded::<T>(n, &[1, 2_000], &[(0, 32_768)]);
     let long = with_long_row(&near, 40_000, 700);
-    // (name, matrix, kernel, narrow expected)
+    // (name, matrix, kernel, narrow expected, far columns expected)
     let cases = [
-        ("offsets up to 32767, ELL", &near, KernelChoice::Ell, true),
-        ("offsets up to 32767, SELL", &near, KernelChoice::Sell, true),
-        ("one entry 32768 away, ELL", &far, KernelChoice::Ell, false),
-        ("one entry 32768 away, SELL", &far, KernelChoice::Sell, false),
-        ("a long row of far entries, SELL (long rows keep 32-bit columns)", &long, KernelChoice::Sell, true),
+        ("offsets up to 32767, ELL", &near, KernelChoice::Ell, true, 0),
+        ("offsets up to 32767, SELL", &near, KernelChoice::Sell, true, 0),
+        ("one pair 32768 away, ELL", &far, KernelChoice::Ell, false, 0),
+        ("one pair 32768 away, SELL (columns 0 and 32768 through the table)", &far, KernelChoice::Sell, true, 2),
+        ("a long row of far entries, SELL (long rows keep 32-bit columns)", &long, KernelChoice::Sell, true, 0),
     ];
-    for (name, a, choice, narrow) in cases {
+    for (name, a, choice, narrow, nfar) in cases {
         let what = format!("{name}, {}", T::NAME);
         narrow_allowed(true);
         let d = DeviceCsr::upload_with(ctx, a, choice).unwrap();
         assert_eq!(d.plan().narrow_columns(), narrow, "{what}: {}", d.plan().explain());
+        assert_eq!(d.plan().far_columns(), nfar, "{what}: {}", d.plan().explain());
         assert_eq!(d.plan().explain().contains("16-bit offsets"), narrow, "{what}");
         assert_eq!(d.download().unwrap(), *a, "{what}: download");
         narrow_allowed(false);
         let wide = DeviceCsr::upload_with(ctx, a, choice).unwrap();
         assert!(!wide.plan().narrow_columns(), "{what}: {}", wide.plan().explain());
         narrow_allowed(true);
-        // narrow slots take 2 bytes fewer each
-        let slots = (wide.device_bytes() - d.device_bytes()) / 2;
+        // narrow slots take 2 bytes fewer each, a far column's table entry 4
+        let slots = (wide.device_bytes() + 4 * nfar - d.device_bytes()) / 2;
         assert_eq!(slots > 0, narrow, "{what}: {} against {} bytes", d.device_bytes(), wide.device_bytes());
         for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0), (0.0, -2.5)] {
             let got = multiply(&what, ctx, &d, a, alpha, beta);

@@ -170,5 +170,7 @@ fn kernel_constants_match_the_host() {
     assert_eq!(define("spmv.cu", "SPGPU_HOT_FLAG"), u64::from(hot::HOT_FLAG));
     assert_eq!(define("common.cuh", "SPGPU_NARROW_PADDING"), u64::from(narrow::NARROW_PADDING));
     assert_eq!(define("spmv.cu", "SPGPU_VECTOR_BATCH_STEPS"), narrow::VECTOR_BATCH_STEPS as u64);
+    assert_eq!(define("common.cuh", "SPGPU_FAR_SLOTS"), narrow::FAR_SLOTS as u64);
+    assert_eq!(define("common.cuh", "SPGPU_FAR_CODE"), u64::from(narrow::FAR_CODE));
     assert_eq!(define("common.cuh", "SPGPU_ELL_PADDING"), u64::from(spgpu::ELL_PADDING));
 }

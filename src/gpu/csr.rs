@@ -108,6 +108,9 @@ pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) long_rows: Option<DeviceMemory<u32>>,
     /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
     pub(crate) partials: Option<DeviceMemory<f64>>,
+    /// The table of far columns of narrow slots ([`narrow::far_columns`]), when they have one.
+    pub(crate) far: Option<DeviceMemory<u32>>,
+    pub(crate) nfar: usize,
     bytes: usize,
     nrows: usize,
     ncols: usize,
@@ -122,11 +125,23 @@ impl<T: Scalar> DeviceSell<T> {
     /// are copied from `a`'s arrays in batches. The host never holds a second copy of the
     /// matrix.
     ///
-    /// The slots store 16-bit column offsets when every short row's entries lie within
-    /// [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]) and narrow columns are
-    /// enabled.
+    /// The slots store 16-bit column offsets when narrow columns are enabled and every short
+    /// row's entries lie within [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]),
+    /// or all but those in at most [`narrow::FAR_SLOTS`] far columns, which then go through a
+    /// table ([`narrow::far_columns`]; the slots are then made on the host).
     fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
-        let narrow = narrow::enabled() && narrow::fits(a.row_offsets(), a.col_indices(), super::sell::LONG_ROW);
+        let (offsets, cols) = (a.row_offsets(), a.col_indices());
+        let long = super::sell::LONG_ROW;
+        let (narrow, far) = if !narrow::enabled() {
+            (false, None)
+        } else if narrow::fits(offsets, cols, long) {
+            (true, None)
+        } else {
+            match narrow::far_columns(offsets, cols, long) {
+                Some(far) => (true, Some(far)),
+                None => (false, None),
+            }
+        };
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
@@ -144,7 +159,12 @@ impl<T: Scalar> DeviceSell<T> {
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
             // on the device when the CSR arrays fit beside the slots (as for ELL)
             let layout_bytes = (s.slice_ptr.len() * 8 + s.perm.len() * 4) as u64;
-            let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")? {
+            let csr = match far {
+                // the device conversion knows no table
+                Some(_) => None,
+                None => CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")?,
+            };
+            let on_device = match csr {
                 Some(csr) => {
                     let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, "SELL slice offsets (for the conversion)");
                     match (sp, DeviceMemory::from_slice(ctx, &s.perm, "SELL row order")) {
@@ -176,9 +196,14 @@ impl<T: Scalar> DeviceSell<T> {
                     }
                     SlotCols::Narrow(c) => {
                         bc16.resize(hi - lo, narrow::NARROW_PADDING);
+                        let table = far.as_deref().unwrap_or_default();
                         let encode = |col, row: u32| {
-                            narrow::encode(col, row as usize)
-                                .expect("narrow slots are made only when every column fits")
+                            let slot = if table.is_empty() {
+                                narrow::encode(col, row as usize)
+                            } else {
+                                narrow::encode_far(col, row as usize, table)
+                            };
+                            slot.expect("narrow slots are made only when every column fits")
                         };
                         s.fill_with(a, s0, s1, &mut bc16, &mut bv, narrow::NARROW_PADDING, encode);
                         c.copy_from_host_at(lo, &bc16, "SELL column offsets")?;
@@ -225,9 +250,15 @@ impl<T: Scalar> DeviceSell<T> {
             long_vals,
             long_rows: upload(&flat, "SELL long rows")?,
             partials,
-            // narrow slots take 2 bytes each instead of 4; 64-bit positions forced by a test
-            // base take 4 bytes more each
+            nfar: far.as_ref().map_or(0, Vec::len),
+            far: match &far {
+                Some(f) => upload(f, "SELL far columns")?,
+                None => None,
+            },
+            // narrow slots take 2 bytes each instead of 4, the far columns 4 each; 64-bit
+            // positions forced by a test base take 4 bytes more each
             bytes: s.device_bytes(T::BYTES) - (if narrow { 2 * slots } else { 0 })
+                + 4 * far.as_ref().map_or(0, Vec::len)
                 + (if wide && !s.wide() { 4 * (s.slice_ptr.len() + s.chunk_entry.len()) } else { 0 }),
             nrows: s.nrows,
             ncols: a.ncols(),
@@ -247,7 +278,8 @@ impl<T: Scalar> DeviceSell<T> {
             Some(SlotCols::Wide(c)) => download(Some(c), slots, "SELL columns")?,
             Some(SlotCols::Narrow(c)) => {
                 let offsets = download(Some(c), slots, "SELL column offsets")?;
-                decode_narrow(&slice_ptr, &perm, &offsets)
+                let far = download(self.far.as_ref(), self.nfar, "SELL far columns")?;
+                decode_narrow(&slice_ptr, &perm, &offsets, &far)
             }
         };
         let s = SellMatrix {
@@ -493,6 +525,7 @@ impl<T: Scalar> DeviceCsr<T> {
             preprocessing += converting.elapsed();
             // from what was stored: no slots (every row long) means no narrow columns
             plan.set_narrow(d.cols.as_ref().is_some_and(SlotCols::is_narrow));
+            plan.set_far_columns(d.nfar);
             Storage::Sell(Box::new(d))
         } else if narrow_csr {
             // encoded on the host a piece at a time while uploading: preprocessing, as for ELL
@@ -694,9 +727,10 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         // the storage is unchanged, and with it whether its slots hold 16-bit columns, unless
         // its 16-bit CSR columns were widened
-        let narrow = self.plan.narrow_columns() && !widened;
+        let (narrow, far) = (self.plan.narrow_columns() && !widened, self.plan.far_columns());
         self.plan = plan;
         self.plan.set_narrow(narrow);
+        self.plan.set_far_columns(far);
         if let (Storage::Csr { balanced: Some(b), hot: None, .. }, SpmvKernel::Balanced) =
             (&self.storage, self.plan.kernel())
         {
@@ -893,6 +927,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 a(sl.long_vals.as_ref()),
                 a(sl.long_rows.as_ref()),
                 a(sl.partials.as_ref()),
+                a(sl.far.as_ref()),
             ],
         };
         v.retain(|&p| p != 0);

@@ -23,6 +23,14 @@
 //! offset takes) marks a padding slot. Set [`NARROW_COLUMNS_ENV`] to `0` to keep 32-bit
 //! columns (to compare).
 //!
+//! **Far columns.** A circuit matrix is a band plus a few power and ground nets: each net's
+//! column holds an entry in tens of thousands of rows, far from most of them, so one such
+//! entry in most rows would keep the whole matrix on 32-bit columns. SELL slots instead
+//! store such entries as codes into a table of at most [`FAR_SLOTS`] far columns
+//! ([`far_columns`], [`encode_far`], [`decode_far`]; `spmv_sell16f_<T>` decodes them): the
+//! codes take the 255 offsets below -32512 ([`FAR_CODE`]), so with a table an entry is
+//! near when its offset lies in `-32512..=32767`.
+//!
 //! ```
 //! use spgpu::gpu::narrow::{decode, encode, fits, NARROW_PADDING};
 //! assert_eq!(encode(7, 10), Some(0xfffd)); // column 7 of row 10: -3
@@ -55,6 +63,14 @@ pub const NARROW_PADDING: u16 = 0x8000;
 /// ([`csr_offsets_pay`]).
 pub const VECTOR_BATCH_STEPS: usize = 32;
 
+/// The most far columns a table of SELL slots holds ([`far_columns`]; `SPGPU_FAR_SLOTS` in
+/// `ptx/common.cuh`).
+pub const FAR_SLOTS: usize = 255;
+
+/// The slot of far column `k` of the table is `FAR_CODE + k` (-32767 + k as an offset): with
+/// a table, offsets run from `-(MAX_OFFSET - FAR_SLOTS)` = -32512 up.
+pub const FAR_CODE: u16 = 0x8001;
+
 /// Set to `0` to store 32-bit columns even where offsets fit (to compare).
 pub const NARROW_COLUMNS_ENV: &str = "SPGPU_NARROW_COLUMNS";
 
@@ -67,6 +83,74 @@ pub fn encode(col: u32, row: usize) -> Option<u16> {
 /// The column of narrow slot `slot` in row `row`, or `None` for a padding slot.
 pub fn decode(slot: u16, row: usize) -> Option<u32> {
     (slot != NARROW_PADDING).then(|| (row as i64 + i64::from(slot as i16)) as u32)
+}
+
+/// The narrow slot of column `col` in row `row` when the slots have the far-column table
+/// `far` (sorted, at most [`FAR_SLOTS`], not empty): its offset when that lies in
+/// `-32512..=32767`, else the code of its place in `far` ([`FAR_CODE`]); `None` when
+/// neither.
+///
+/// ```
+/// use spgpu::gpu::narrow::{decode_far, encode_far, FAR_CODE};
+/// let far = [7u32, 900_000];
+/// assert_eq!(encode_far(900_000, 5, &far), Some(FAR_CODE + 1));
+/// assert_eq!(decode_far(FAR_CODE + 1, 5, &far), Some(900_000));
+/// assert_eq!(encode_far(7, 32_520, &far), Some(FAR_CODE)); // offset -32513: far
+/// assert_eq!(encode_far(8, 32_520, &far), Some((-32_512i16) as u16)); // near
+/// assert_eq!(encode_far(9, 40_000, &far), None);
+/// ```
+pub fn encode_far(col: u32, row: usize, far: &[u32]) -> Option<u16> {
+    let d = i64::from(col) - row as i64;
+    if (-(i64::from(MAX_OFFSET) - FAR_SLOTS as i64)..=i64::from(MAX_OFFSET)).contains(&d) {
+        return Some(d as i16 as u16);
+    }
+    far.binary_search(&col).ok().map(|k| FAR_CODE + k as u16)
+}
+
+/// The column of narrow slot `slot` in row `row` of slots with the far-column table `far`
+/// ([`encode_far`]; an empty table: [`decode`]), or `None` for a padding slot.
+pub fn decode_far(slot: u16, row: usize, far: &[u32]) -> Option<u32> {
+    let code = usize::from(slot.wrapping_sub(FAR_CODE));
+    if !far.is_empty() && code < FAR_SLOTS {
+        return far.get(code).copied();
+    }
+    decode(slot, row)
+}
+
+/// The far columns of a matrix whose rows of at most `max_len` entries do not all lie
+/// within [`MAX_OFFSET`] of the diagonal: the sorted columns of the entries of those rows
+/// whose offset lies outside `-32512..=32767` ([`encode_far`]), when there are at most
+/// [`FAR_SLOTS`] of them; `None` when there are more (found in parallel over rows, stopping
+/// early).
+///
+/// ```
+/// use spgpu::gpu::narrow::far_columns;
+/// // rows 0..3 of a 3 x 100000 matrix, each with its diagonal and column 99999
+/// let off = [0u64, 2, 4, 6];
+/// assert_eq!(far_columns(&off, &[0, 99_999, 1, 99_999, 2, 99_999], usize::MAX), Some(vec![99_999]));
+/// ```
+pub fn far_columns(row_offsets: &[u64], col_indices: &[u32], max_len: usize) -> Option<Vec<u32>> {
+    use std::collections::BTreeSet;
+    let nrows = row_offsets.len().saturating_sub(1);
+    let set = (0..nrows)
+        .into_par_iter()
+        .with_min_len(1 << 12)
+        .try_fold(BTreeSet::new, |mut set, r| {
+            let (lo, hi) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
+            if hi - lo <= max_len {
+                for &c in &col_indices[lo..hi] {
+                    if encode_far(c, r, &[]).is_none() && set.insert(c) && set.len() > FAR_SLOTS {
+                        return None;
+                    }
+                }
+            }
+            Some(set)
+        })
+        .try_reduce(BTreeSet::new, |mut a, b| {
+            a.extend(b);
+            (a.len() <= FAR_SLOTS).then_some(a)
+        })?;
+    Some(set.into_iter().collect())
 }
 
 /// Whether every entry of the rows of at most `max_len` entries lies within
@@ -275,6 +359,43 @@ mod tests {
         assert_eq!(encode(32_768, 0), None);
         assert_eq!(encode(0, 32_768), None);
         assert_eq!(encode(0, 32_767), Some(0x8001));
+    }
+
+    #[test]
+    fn far_columns_go_through_the_table() {
+        // a tridiagonal matrix of 100000 rows with every 10th row also in columns 99999 and
+        // 50000 (far from most rows): two far columns; the codes decode back
+        let n = 100_000usize;
+        let mut off = vec![0u64];
+        let mut cols = Vec::new();
+        for r in 0..n {
+            let mut row: Vec<u32> = (r.saturating_sub(1)..(r + 2).min(n)).map(|c| c as u32).collect();
+            if r % 10 == 0 {
+                row.extend([50_000, 99_999]);
+            }
+            row.sort_unstable();
+            row.dedup();
+            cols.extend(row);
+            off.push(cols.len() as u64);
+        }
+        assert!(!fits(&off, &cols, usize::MAX));
+        let far = far_columns(&off, &cols, usize::MAX).expect("two far columns");
+        assert_eq!(far, vec![50_000, 99_999]);
+        for r in 0..n {
+            for &c in &cols[off[r] as usize..off[r + 1] as usize] {
+                let slot = encode_far(c, r, &far).unwrap_or_else(|| panic!("row {r}, column {c}"));
+                assert_ne!(slot, NARROW_PADDING);
+                assert_eq!(decode_far(slot, r, &far), Some(c), "row {r}");
+            }
+        }
+        assert_eq!(decode_far(NARROW_PADDING, 7, &far), None);
+        // the table's codes are plain offsets without a table
+        assert_eq!(decode_far(FAR_CODE, 40_000, &[]), Some(40_000 - 32_767));
+        // 256 far columns do not fit a table; rows past max_len are not looked at
+        let wide: Vec<u32> = (0..256).map(|k| 40_000 + k).collect();
+        assert_eq!(far_columns(&[0, 256], &wide, usize::MAX), None);
+        assert_eq!(far_columns(&[0, 255], &wide[..255], usize::MAX).map(|f| f.len()), Some(255));
+        assert_eq!(far_columns(&[0, 256], &wide, 255), Some(vec![]));
     }
 
     #[test]

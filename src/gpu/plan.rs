@@ -304,7 +304,9 @@ impl fmt::Display for KernelChoice {
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
 /// the grids and meshes of rules 4 and 5, whose times above are with 32-bit columns
-/// (`stencil27:100` 81.2 -> 69.4 µs, `lap2d:2000` 73.4 -> 67.6 µs, f64).
+/// (`stencil27:100` 81.2 -> 69.4 µs, `lap2d:2000` 73.4 -> 67.6 µs, f64). SELL does so also
+/// when the other entries of its short rows lie in at most 255 far columns, reached through
+/// a table (circuit-like matrices: 14-20% fewer bytes, 1-3% faster on an H100).
 ///
 /// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
 /// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
@@ -345,6 +347,9 @@ pub struct SpmvPlan {
     /// Whether the ELL or SELL slots, or the vector kernel's CSR columns, store 16-bit column
     /// offsets ([`super::narrow`]).
     narrow: bool,
+    /// How many far columns the narrow SELL slots reach through a table
+    /// ([`super::narrow::far_columns`]).
+    far: usize,
     /// The shape of the balanced kernel's row blocks and why ([`super::balance::choose_shape`]),
     /// when it runs without hot columns.
     blocks: Option<(super::balance::RowShape, String)>,
@@ -562,6 +567,7 @@ impl SpmvPlan {
             memory: None,
             hot: None,
             narrow: false,
+            far: 0,
             blocks: None,
         })
     }
@@ -928,6 +934,19 @@ impl SpmvPlan {
         self.narrow = narrow;
     }
 
+    /// Records how many far columns the narrow SELL slots reach through a table, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_far_columns(&mut self, far: usize) {
+        self.far = far;
+    }
+
+    /// How many far columns the uploaded matrix's narrow SELL slots reach through a table
+    /// ([`super::narrow::far_columns`]): 0 unless [`narrow_columns`](SpmvPlan::narrow_columns)
+    /// and some entries of its short rows lie farther than 32767 from the diagonal.
+    pub fn far_columns(&self) -> usize {
+        self.far
+    }
+
     /// Whether the uploaded matrix's ELL or SELL slots, or its CSR columns for the vector
     /// kernel, store each column as its 16-bit offset from the row ([`super::narrow`]).
     pub fn narrow_columns(&self) -> bool {
@@ -956,6 +975,7 @@ impl SpmvPlan {
             memory: None,
             hot: None,
             narrow: false,
+            far: 0,
             blocks: None,
         }
     }
@@ -1144,7 +1164,13 @@ impl SpmvPlan {
         if let Some((_, blocks)) = &self.blocks {
             s += &format!("\n  row blocks: {blocks}");
         }
-        if self.narrow {
+        if self.narrow && self.far > 0 {
+            s += &format!(
+                "\n  columns: 16-bit offsets from the row, 2 bytes per stored column instead of 4; the entries of \
+                 short rows whose offsets do not fit lie in {} far column(s), which a table holds",
+                self.far
+            );
+        } else if self.narrow {
             s += &format!(
                 "\n  columns: 16-bit offsets from the row (every entry within {} of the diagonal), 2 bytes per stored \
                  column instead of 4",

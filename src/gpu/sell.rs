@@ -225,9 +225,10 @@ impl SellLayout {
 }
 
 /// The columns of slots stored as narrow offsets ([`narrow`](super::narrow)), decoded with
-/// the row of each slot (lane `l` of slice `s` belongs to row `perm[s * SLICE + l]`);
+/// the row of each slot (lane `l` of slice `s` belongs to row `perm[s * SLICE + l]`) and the
+/// table of far columns (empty when the slots have none, [`decode_far`](super::narrow::decode_far));
 /// [`ELL_PADDING`] for padding slots.
-pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16]) -> Vec<u32> {
+pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16], far: &[u32]) -> Vec<u32> {
     let mut cols = vec![ELL_PADDING; offsets.len()];
     let mut parts = Vec::with_capacity(slice_ptr.len().saturating_sub(1));
     let mut rest = cols.as_mut_slice();
@@ -241,7 +242,7 @@ pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16]) ->
         for (i, c) in part.iter_mut().enumerate() {
             // lanes past the last sorted row hold padding only
             if let Some(&row) = perm.get(s * SLICE + i % SLICE) {
-                if let Some(col) = super::narrow::decode(offsets[first + i], row as usize) {
+                if let Some(col) = super::narrow::decode_far(offsets[first + i], row as usize, far) {
                     *c = col;
                 }
             }

@@ -24,6 +24,10 @@ pub enum GpuKernel {
     /// [`ModuleId::Spmv`]; see [`narrow`](super::narrow)). Only [`SpmvKernel::Ell`],
     /// [`SpmvKernel::Sell`] and [`SpmvKernel::Vector`] have one.
     Narrow(SpmvKernel),
+    /// The SELL kernel reading 16-bit column offsets and a table of far columns
+    /// (`spmv_sell16f_<T>`, with a 64-bit variant; module [`ModuleId::Spmv`]; see
+    /// [`narrow::far_columns`](super::narrow::far_columns)).
+    SellFar,
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
     /// `out[i] = in[i]` from `u32` to `u64` (module [`ModuleId::Spmv`], one kernel for both
@@ -69,6 +73,7 @@ impl GpuKernel {
         match self {
             GpuKernel::Spmv(_)
             | GpuKernel::Narrow(_)
+            | GpuKernel::SellFar
             | GpuKernel::FillVector
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
@@ -92,6 +97,7 @@ impl GpuKernel {
             GpuKernel::Spmv(SpmvKernel::Sell),
             GpuKernel::Narrow(SpmvKernel::Ell),
             GpuKernel::Narrow(SpmvKernel::Sell),
+            GpuKernel::SellFar,
             GpuKernel::FillVector,
             GpuKernel::WidenIndices,
             GpuKernel::BalancedHot,
@@ -155,6 +161,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
             format!("spmv_csr16_vector_tpr{threads_per_row}_{scalar}")
         }
         GpuKernel::Narrow(k) => format!("{}16_{scalar}", kernel_name(GpuKernel::Spmv(k), "").trim_end_matches('_')),
+        GpuKernel::SellFar => format!("spmv_sell16f_{scalar}"),
         GpuKernel::FillVector => format!("fill_vector_{scalar}"),
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
@@ -226,7 +233,10 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             if let GpuKernel::Spmv(k) = kernel {
                 names.push((kernel.module(), kernel_name_64(k, scalar)));
             }
-            if matches!(kernel, GpuKernel::BalancedHot | GpuKernel::BalancedShape(_) | GpuKernel::Narrow(_)) {
+            if matches!(
+                kernel,
+                GpuKernel::BalancedHot | GpuKernel::BalancedShape(_) | GpuKernel::Narrow(_) | GpuKernel::SellFar
+            ) {
                 names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
         }
@@ -259,7 +269,9 @@ mod tests {
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
         // narrow ELL, SELL and 5 vector kernels (two widths), the two conversions each to ELL
         // and SELL, then widen, unflag, count and flag, then the CG kernels of blas.rs
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 7 + 2 * 4 + 4 + 2 * 12);
+        // (and the SELL kernel with far columns, two widths)
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 4 + 4 + 2 * 12);
+        assert!(unique.contains("spmv_sell16f_f32") && unique.contains("spmv_sell16f_f64_i64"));
         assert!(unique.contains("spmv_csr16_vector_tpr2_f32") && unique.contains("spmv_csr16_vector_tpr32_f64_i64"));
         assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));
         assert!(unique.contains("spmv_csr_balanced512_f32") && unique.contains("spmv_csr_balanced512_f64_i64"));

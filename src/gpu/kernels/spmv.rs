@@ -364,7 +364,10 @@ pub(crate) fn sell<T: Scalar>(
     let nslice_blocks = index("SELL slice blocks", slice_blocks)?;
     let wide = s.slice_ptr.is_wide();
     let narrow = s.cols.as_ref().is_some_and(SlotCols::is_narrow);
-    let name = slot_kernel_name(SpmvKernel::Sell, T::NAME, wide, narrow);
+    let name = match &s.far {
+        Some(_) => kernel_name(GpuKernel::SellFar, T::NAME) + if wide { "_i64" } else { "" },
+        None => slot_kernel_name(SpmvKernel::Sell, T::NAME, wide, narrow),
+    };
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let base = a.entry_base();
@@ -397,11 +400,19 @@ pub(crate) fn sell<T: Scalar>(
     // chunks] in increasing order. Threads
     // of sorted positions >= nsorted return at once; the first grid - nslice_blocks blocks
     // are chunks (grid = chunks + slice blocks). y is borrowed mutably and cannot alias x.
+    // spmv_sell16f_<T>[_i64] takes one more argument, const unsigned* far: the table of the
+    // far columns (narrow slots only), every code below its length (narrow::encode_far).
     unsafe {
-        launch!(function<<<grid, BLOCK, 0, stream>>>(
-            nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
-            long_rows
-        ))
+        match &s.far {
+            Some(far) => launch!(function<<<grid, BLOCK, 0, stream>>>(
+                nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
+                long_rows, far.as_device_ptr()
+            )),
+            None => launch!(function<<<grid, BLOCK, 0, stream>>>(
+                nsorted, nslice_blocks, sp, perm, cols, vals, xp, alpha, beta, yp, ce, lc, lv, partials, nlong,
+                long_rows
+            )),
+        }
     }
     .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
