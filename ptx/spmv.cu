@@ -670,29 +670,56 @@ typedef unsigned long long u64;
 // Narrow slots store col - r as 16 bits (the host checked that every entry fits).
 struct WideSlot {
     typedef unsigned type;
-    static __device__ __forceinline__ unsigned of(unsigned col, unsigned) { return col; }
-    static __device__ __forceinline__ unsigned padding() { return SPGPU_ELL_PADDING; }
+    __device__ __forceinline__ unsigned of(unsigned col, unsigned) const { return col; }
+    __device__ __forceinline__ unsigned padding() const { return SPGPU_ELL_PADDING; }
 };
 struct NarrowSlot {
     typedef unsigned short type;
-    static __device__ __forceinline__ unsigned short of(unsigned col, unsigned row) {
+    __device__ __forceinline__ unsigned short of(unsigned col, unsigned row) const {
         return (unsigned short)(col - row);
     }
-    static __device__ __forceinline__ unsigned short padding() { return SPGPU_NARROW_PADDING; }
+    __device__ __forceinline__ unsigned short padding() const { return SPGPU_NARROW_PADDING; }
+};
+// FarSlot: NarrowSlot with a table of far columns (FarCols): an entry whose offset lies
+// outside -(32767 - SPGPU_FAR_SLOTS)..32767 gets the code of its column's place in the
+// sorted table `far` of nfar columns, which holds it (the upload made the table from these
+// entries: src/gpu/narrow.rs, far_columns).
+struct FarSlot {
+    typedef unsigned short type;
+    const unsigned* __restrict__ far;
+    unsigned nfar;
+    __device__ __forceinline__ unsigned short of(unsigned col, unsigned row) const {
+        const int d = int(col - row);
+        if (d >= -(32767 - int(SPGPU_FAR_SLOTS)) && d <= 32767) {
+            return (unsigned short)d;
+        }
+        unsigned lo = 0, hi = nfar;  // the first place whose column is not below col
+        while (lo < hi) {
+            const unsigned mid = (lo + hi) / 2;
+            if (ldg(far + mid) < col) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return (unsigned short)(SPGPU_FAR_CODE + lo);
+    }
+    __device__ __forceinline__ unsigned short padding() const { return SPGPU_NARROW_PADDING; }
 };
 // Slots slot0 + k * stride (k < width) of one row (`row`, its entries start..start + len of
 // cols and vals): the row's k-th entry while k < len, padding after.
 template <typename T, typename S>
 __device__ __forceinline__ void write_slots(u64 slot0, u64 stride, unsigned width, unsigned row, u64 start, u64 len,
                                             const unsigned* __restrict__ cols, const T* __restrict__ vals,
-                                            typename S::type* __restrict__ out_cols, T* __restrict__ out_vals) {
+                                            typename S::type* __restrict__ out_cols, T* __restrict__ out_vals,
+                                            const S enc) {
     for (unsigned k = 0; k < width; ++k) {
         const u64 slot = slot0 + u64(k) * stride;
         if (k < len) {
-            out_cols[slot] = S::of(ldcs(cols + start + k), row);
+            out_cols[slot] = enc.of(ldcs(cols + start + k), row);
             out_vals[slot] = ldcs(vals + start + k);
         } else {
-            out_cols[slot] = S::padding();
+            out_cols[slot] = enc.padding();
             out_vals[slot] = T(0);
         }
     }
@@ -707,7 +734,7 @@ __device__ __forceinline__ void ell_from_csr(unsigned nrows, unsigned width, con
         return;
     }
     const u64 start = row_offsets[r];
-    write_slots<T, S>(r, nrows, width, r, start, row_offsets[r + 1] - start, cols, vals, out_cols, out_vals);
+    write_slots<T, S>(r, nrows, width, r, start, row_offsets[r + 1] - start, cols, vals, out_cols, out_vals, S{});
 }
 
 // SELL-C-sigma slots from CSR, on the device (src/gpu/sell.rs's upload): one thread per
@@ -718,7 +745,8 @@ template <typename T, typename S>
 __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices, const u64* __restrict__ slice_ptr,
                                               const unsigned* __restrict__ perm, const u64* __restrict__ row_offsets,
                                               const unsigned* __restrict__ cols, const T* __restrict__ vals,
-                                              typename S::type* __restrict__ out_cols, T* __restrict__ out_vals) {
+                                              typename S::type* __restrict__ out_cols, T* __restrict__ out_vals,
+                                              const S enc) {
     const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned s = p / 32, lane = p % 32;
     if (s >= nslices) {
@@ -733,7 +761,7 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         start = row_offsets[row];
         len = row_offsets[row + 1] - start;
     }
-    write_slots<T, S>(base + lane, 32, width, row, start, len, cols, vals, out_cols, out_vals);
+    write_slots<T, S>(base + lane, 32, width, row, start, len, cols, vals, out_cols, out_vals, enc);
 }
 
 #define SPGPU_CSR_ARGS(T, O)                                                                               \
@@ -868,7 +896,7 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         const unsigned *__restrict__ cols, const T *__restrict__ vals, unsigned *__restrict__ out_cols,  \
         T *__restrict__ out_vals) {                                                                      \
         sell_from_csr<T, WideSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals, out_cols, \
-                                   out_vals);                                                            \
+                                   out_vals, WideSlot{});                                                \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) sell16_from_csr_##T(                       \
         unsigned nsorted, unsigned nslices, const u64 *__restrict__ slice_ptr,                           \
@@ -876,7 +904,16 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         const unsigned *__restrict__ cols, const T *__restrict__ vals,                                   \
         unsigned short *__restrict__ out_cols, T *__restrict__ out_vals) {                               \
         sell_from_csr<T, NarrowSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals,         \
-                                     out_cols, out_vals);                                                \
+                                     out_cols, out_vals, NarrowSlot{});                                  \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) sell16f_from_csr_##T(                      \
+        unsigned nsorted, unsigned nslices, const u64 *__restrict__ slice_ptr,                           \
+        const unsigned *__restrict__ perm, const u64 *__restrict__ row_offsets,                          \
+        const unsigned *__restrict__ cols, const T *__restrict__ vals,                                   \
+        unsigned short *__restrict__ out_cols, T *__restrict__ out_vals, const unsigned *__restrict__ far, \
+        unsigned nfar) {                                                                                 \
+        sell_from_csr<T, FarSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals, out_cols,  \
+                                  out_vals, FarSlot{far, nfar});                                         \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \

@@ -3,7 +3,8 @@
 //! conversion makes ([`EllMatrix`]), bit for bit, with 32-bit columns and with narrow
 //! (16-bit) ones, for rows of every length up to the width, empty rows, one row and one
 //! column; SELL storage made on the device must download to the matrix and give the same
-//! products, bit for bit, as SELL made on the host (`SPGPU_DEVICE_CONVERSION=0`).
+//! products, bit for bit, as SELL made on the host (`SPGPU_DEVICE_CONVERSION=0`), its far
+//! columns' table included.
 //!
 //! One test function: it sets `SPGPU_DEVICE_CONVERSION` for its own uploads, which no other
 //! test of this binary may see. It skips with a printed line when there is no GPU, and fails
@@ -157,6 +158,8 @@ fn device_conversions_match_the_host() {
             "rows past 512 entries among short ones (SELL's long rows)",
             with_long_rows(random_csr(3000, 4000, 12, None, 7)),
         ),
+        // a band plus 4 power nets: narrow SELL slots with a table of the nets' far columns
+        ("circuit of 200000 rows (SELL's far columns)", spgpu::gen::circuit::<f64>(200_000, 3).unwrap()),
     ];
     for (name, a) in &cases {
         assert!(a.nnz() > 0, "{name}");

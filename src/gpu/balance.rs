@@ -128,12 +128,17 @@ pub const NEAR_SAMPLE_ROWS: usize = 1 << 16;
 pub fn near_diagonal_share(row_offsets: &[u64], col_indices: &[u32]) -> f64 {
     let nrows = row_offsets.len().saturating_sub(1);
     let step = nrows.div_ceil(NEAR_SAMPLE_ROWS).max(1);
-    let (mut near, mut all) = (0u64, 0u64);
-    for r in (0..nrows).step_by(step) {
-        let cols = &col_indices[row_offsets[r] as usize..row_offsets[r + 1] as usize];
-        near += cols.iter().filter(|&&c| (c as u64).abs_diff(r as u64) <= NEAR_WINDOW).count() as u64;
-        all += cols.len() as u64;
-    }
+    // in parallel over the sampled rows: a few long rows can hold tens of millions of entries
+    let (near, all) = (0..nrows.div_ceil(step))
+        .into_par_iter()
+        .with_min_len(64)
+        .map(|i| {
+            let r = i * step;
+            let cols = &col_indices[row_offsets[r] as usize..row_offsets[r + 1] as usize];
+            let near = cols.iter().filter(|&&c| (c as u64).abs_diff(r as u64) <= NEAR_WINDOW).count() as u64;
+            (near, cols.len() as u64)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     if all == 0 {
         0.0
     } else {

@@ -128,7 +128,7 @@ impl<T: Scalar> DeviceSell<T> {
     /// The slots store 16-bit column offsets when narrow columns are enabled and every short
     /// row's entries lie within [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]),
     /// or all but those in at most [`narrow::FAR_SLOTS`] far columns, which then go through a
-    /// table ([`narrow::far_columns`]; the slots are then made on the host).
+    /// table ([`narrow::far_columns`]).
     fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
         let (offsets, cols) = (a.row_offsets(), a.col_indices());
         let long = super::sell::LONG_ROW;
@@ -151,6 +151,10 @@ impl<T: Scalar> DeviceSell<T> {
             n => Some(DeviceMemory::filled(ctx, n, 0xff, "the SELL kernel's chunk sums")?),
         };
         let (slots, nlong_entries) = (s.slots(), s.long_entries());
+        let far_table = match &far {
+            Some(f) => upload(f, "SELL far columns")?,
+            None => None,
+        };
         let (mut cols, mut vals) = (None, None);
         // the row order on the device, when the conversion there uploaded it
         let mut perm_on_device = None;
@@ -159,17 +163,12 @@ impl<T: Scalar> DeviceSell<T> {
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
             // on the device when the CSR arrays fit beside the slots (as for ELL)
             let layout_bytes = (s.slice_ptr.len() * 8 + s.perm.len() * 4) as u64;
-            let csr = match far {
-                // the device conversion knows no table
-                Some(_) => None,
-                None => CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")?,
-            };
-            let on_device = match csr {
+            let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")? {
                 Some(csr) => {
                     let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, "SELL slice offsets (for the conversion)");
                     match (sp, DeviceMemory::from_slice(ctx, &s.perm, "SELL row order")) {
                         (Ok(sp), Ok(perm)) => {
-                            kernels::spmv::sell_from_csr(ctx, &sp, &perm, &csr, &mut c, &mut v)?;
+                            kernels::spmv::sell_from_csr(ctx, &sp, &perm, &csr, &mut c, &mut v, far_table.as_ref())?;
                             drop((sp, csr)); // freed in stream order, after the conversion
                             ctx.synchronize()?;
                             perm_on_device = Some(perm);
@@ -251,10 +250,7 @@ impl<T: Scalar> DeviceSell<T> {
             long_rows: upload(&flat, "SELL long rows")?,
             partials,
             nfar: far.as_ref().map_or(0, Vec::len),
-            far: match &far {
-                Some(f) => upload(f, "SELL far columns")?,
-                None => None,
-            },
+            far: far_table,
             // narrow slots take 2 bytes each instead of 4, the far columns 4 each; 64-bit
             // positions forced by a test base take 4 bytes more each
             bytes: s.device_bytes(T::BYTES) - (if narrow { 2 * slots } else { 0 })

@@ -130,27 +130,33 @@ pub fn decode_far(slot: u16, row: usize, far: &[u32]) -> Option<u32> {
 /// assert_eq!(far_columns(&off, &[0, 99_999, 1, 99_999, 2, 99_999], usize::MAX), Some(vec![99_999]));
 /// ```
 pub fn far_columns(row_offsets: &[u64], col_indices: &[u32], max_len: usize) -> Option<Vec<u32>> {
-    use std::collections::BTreeSet;
     let nrows = row_offsets.len().saturating_sub(1);
-    let set = (0..nrows)
+    // each part keeps its far columns sorted (at most FAR_SLOTS: a binary search per far entry)
+    (0..nrows)
         .into_par_iter()
         .with_min_len(1 << 12)
-        .try_fold(BTreeSet::new, |mut set, r| {
+        .try_fold(Vec::new, |mut set: Vec<u32>, r| {
             let (lo, hi) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
             if hi - lo <= max_len {
                 for &c in &col_indices[lo..hi] {
-                    if encode_far(c, r, &[]).is_none() && set.insert(c) && set.len() > FAR_SLOTS {
-                        return None;
+                    if encode_far(c, r, &[]).is_none() {
+                        if let Err(at) = set.binary_search(&c) {
+                            if set.len() == FAR_SLOTS {
+                                return None;
+                            }
+                            set.insert(at, c);
+                        }
                     }
                 }
             }
             Some(set)
         })
-        .try_reduce(BTreeSet::new, |mut a, b| {
+        .try_reduce(Vec::new, |mut a, b| {
             a.extend(b);
+            a.sort_unstable();
+            a.dedup();
             (a.len() <= FAR_SLOTS).then_some(a)
-        })?;
-    Some(set.into_iter().collect())
+        })
 }
 
 /// Whether every entry of the rows of at most `max_len` entries lies within

@@ -54,6 +54,9 @@ pub enum GpuKernel {
         /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
         narrow: bool,
     },
+    /// SELL-C-σ slots with 16-bit offsets and a table of far columns from CSR arrays on the
+    /// device (`sell16f_from_csr_<T>`, module [`ModuleId::Spmv`]; see [`GpuKernel::SellFar`]).
+    SellFarFromCsr,
     /// `out[i] = x[idx[i]]` (`gather_<T>`, module [`ModuleId::Spmv`]): the hot entries of `x`.
     Gather,
     /// Hot-column storage back to plain column indices (module [`ModuleId::Spmv`], one kernel
@@ -80,6 +83,7 @@ impl GpuKernel {
             | GpuKernel::BalancedShape(_)
             | GpuKernel::EllFromCsr { .. }
             | GpuKernel::SellFromCsr { .. }
+            | GpuKernel::SellFarFromCsr
             | GpuKernel::Gather
             | GpuKernel::UnflagHot
             | GpuKernel::CountColumns
@@ -109,6 +113,7 @@ impl GpuKernel {
             GpuKernel::EllFromCsr { narrow: true },
             GpuKernel::SellFromCsr { narrow: false },
             GpuKernel::SellFromCsr { narrow: true },
+            GpuKernel::SellFarFromCsr,
         ];
         all.extend(
             super::balance::RowShape::ALL
@@ -170,6 +175,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::EllFromCsr { narrow: true } => format!("ell16_from_csr_{scalar}"),
         GpuKernel::SellFromCsr { narrow: false } => format!("sell_from_csr_{scalar}"),
         GpuKernel::SellFromCsr { narrow: true } => format!("sell16_from_csr_{scalar}"),
+        GpuKernel::SellFarFromCsr => format!("sell16f_from_csr_{scalar}"),
         GpuKernel::Gather => format!("gather_{scalar}"),
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
         GpuKernel::CountColumns => "count_columns".to_string(),
@@ -269,8 +275,8 @@ mod tests {
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
         // narrow ELL, SELL and 5 vector kernels (two widths), the two conversions each to ELL
         // and SELL, then widen, unflag, count and flag, then the CG kernels of blas.rs
-        // (and the SELL kernel with far columns, two widths)
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 4 + 4 + 2 * 12);
+        // (and the SELL kernel with far columns, two widths, and its conversion)
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12);
         assert!(unique.contains("spmv_sell16f_f32") && unique.contains("spmv_sell16f_f64_i64"));
         assert!(unique.contains("spmv_csr16_vector_tpr2_f32") && unique.contains("spmv_csr16_vector_tpr32_f64_i64"));
         assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));

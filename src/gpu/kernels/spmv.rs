@@ -213,6 +213,7 @@ pub(crate) fn sell_from_csr<T: Scalar>(
     csr: &crate::gpu::ell::CsrOnDevice<T>,
     out_cols: &mut SlotCols,
     out_vals: &mut DeviceMemory<T>,
+    far: Option<&DeviceMemory<u32>>,
 ) -> Result<()> {
     let nslices = slice_ptr.len().saturating_sub(1);
     let nsorted = perm.len();
@@ -222,7 +223,13 @@ pub(crate) fn sell_from_csr<T: Scalar>(
     check_len("SELL conversion: values", out_cols.len(), out_vals.len())?;
     let (ns, nsl) = (index("sorted rows", nsorted)?, index("slices", nslices)?);
     let narrow = out_cols.is_narrow();
-    let name = kernel_name(GpuKernel::SellFromCsr { narrow }, T::NAME);
+    if far.is_some() && !narrow {
+        return Err(Error::InvalidArgument("SELL conversion: far columns need narrow slots".into()));
+    }
+    let name = match far {
+        Some(_) => kernel_name(GpuKernel::SellFarFromCsr, T::NAME),
+        None => kernel_name(GpuKernel::SellFromCsr { narrow }, T::NAME),
+    };
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let grid = blocks(nslices * 32, BLOCK)?;
@@ -239,9 +246,19 @@ pub(crate) fn sell_from_csr<T: Scalar>(
     // each no longer than its slice's width, so every write lies within the outputs and
     // every read within the CSR arrays (row offsets of a validated matrix); threads past
     // nslices * 32 return at once. The inputs are only read, the outputs are other
-    // allocations.
-    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(ns, nsl, sp, pp, op, cp, vp, oc, ov)) }
-        .map_err(|e| Error::cuda(format!("launching {name}"), e))
+    // allocations. sell16f_from_csr_<T> takes two more, const unsigned* far and unsigned
+    // nfar: the sorted far columns (narrow::far_columns of this matrix), which hold every
+    // column of a short row whose offset does not fit, so each search ends within the table.
+    unsafe {
+        match far {
+            Some(f) => {
+                let nfar = index("far columns", f.len())?;
+                launch!(function<<<grid, BLOCK, 0, stream>>>(ns, nsl, sp, pp, op, cp, vp, oc, ov, f.as_device_ptr(), nfar))
+            }
+            None => launch!(function<<<grid, BLOCK, 0, stream>>>(ns, nsl, sp, pp, op, cp, vp, oc, ov)),
+        }
+    }
+    .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
 /// `spmv_csr_balanced_<T>` over the row blocks (or, with hot columns, `gather_<T>` of the hot
