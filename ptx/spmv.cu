@@ -73,13 +73,20 @@ __device__ __forceinline__ unsigned sm_count() {
     asm("mov.u32 %0, %%nsmid;" : "=r"(n));
     return n;
 }
-// C: how the columns are stored (WideCols, or NarrowCols for 16-bit offsets from the row,
-// which a CSR matrix of entries within 32767 of the diagonal stores instead: 2 bytes fewer
-// per entry; CSR has no padding, so `at`'s answer is always true and ignored).
-template <typename T, unsigned TPR, typename O, typename C>
-__device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets, C cols,
-                                           const T* __restrict__ values, const T* __restrict__ x, T alpha,
-                                           T beta, T* __restrict__ y) {
+// The column of CSR entry `c` of row `row`: I = unsigned stores columns, I = unsigned short
+// their 16-bit offsets from the row (a matrix of entries within 32767 of the diagonal: 2
+// bytes fewer per entry).
+__device__ __forceinline__ unsigned csr_col(unsigned c, unsigned) { return c; }
+__device__ __forceinline__ unsigned csr_col(unsigned short d, unsigned row) { return row + unsigned(int(short(d))); }
+
+// I: how the columns are stored (csr_col). The columns come as a plain restrict pointer, not
+// in a reader struct as for ELL and SELL: with the struct, nvcc 11.8 compiled the 32-bit
+// batched loop differently (no software pipelining of the next batch's loads), up to 1.49x
+// slower in f32 on an H100 (2026-11-26, session 22).
+template <typename T, unsigned TPR, typename O, typename I>
+__device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets,
+                                           const I* __restrict__ col_indices, const T* __restrict__ values,
+                                           const T* __restrict__ x, T alpha, T beta, T* __restrict__ y) {
     const unsigned row = blockIdx.x * (SPGPU_BLOCK / TPR) + threadIdx.x / TPR;
     const unsigned lane = threadIdx.x % TPR;
     const bool active = row < nrows;
@@ -87,8 +94,8 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
     if (active && alpha != T(0)) {
         const O start = ldg(row_offsets + row);
         const O end = ldg(row_offsets + row + 1);
-        const bool batch = C::NARROW || (unsigned long long)gridDim.x * SPGPU_BLOCK <=
-                                            (unsigned long long)sm_count() * SPGPU_RESIDENT_THREADS;
+        const bool batch = sizeof(I) == 2 || (unsigned long long)gridDim.x * SPGPU_BLOCK <=
+                                                 (unsigned long long)sm_count() * SPGPU_RESIDENT_THREADS;
         if (batch && end - start >= O(SPGPU_VECTOR_BATCH_STEPS * TPR)) {
             acc_t part[4] = {0, 0, 0, 0};
             O j = start + lane;
@@ -97,7 +104,7 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
                 T v[4];
 #pragma unroll
                 for (unsigned k = 0; k < 4; ++k) {
-                    cols.template at<true>(j + k * TPR, row, c[k]);
+                    c[k] = csr_col(ldcs(col_indices + j + k * TPR), row);
                     v[k] = ldcs(values + j + k * TPR);
                 }
 #pragma unroll
@@ -108,18 +115,15 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 #pragma unroll
             for (unsigned k = 0; k < 3; ++k) {
                 if (j + k * TPR < end) {
-                    unsigned c;
-                    cols.template at<true>(j + k * TPR, row, c);
-                    part[k] += acc_t(ldcs(values + j + k * TPR)) * acc_t(ldg(x + c));
+                    part[k] += acc_t(ldcs(values + j + k * TPR)) *
+                               acc_t(ldg(x + csr_col(ldcs(col_indices + j + k * TPR), row)));
                 }
             }
             sum = (part[0] + part[1]) + (part[2] + part[3]);
         } else {
 #pragma unroll 4
             for (O j = start + lane; j < end; j += TPR) {
-                unsigned c;
-                cols.template at<false>(j, row, c);
-                sum += acc_t(ldg(values + j)) * acc_t(ldg(x + c));
+                sum += acc_t(ldg(values + j)) * acc_t(ldg(x + csr_col(ldg(col_indices + j), row)));
             }
         }
     }
@@ -772,12 +776,12 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
 #define SPGPU_VECTOR_KERNEL(T, N, O, SUFFIX)                                                               \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
         spmv_csr_vector_tpr##N##_##T##SUFFIX(SPGPU_CSR_ARGS(T, O)) {                                       \
-        csr_vector<T, N, O>(nrows, row_offsets, WideCols{col_indices}, values, x, alpha, beta, y);         \
+        csr_vector<T, N, O>(nrows, row_offsets, col_indices, values, x, alpha, beta, y);                   \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr16_vector_tpr##N##_##T##SUFFIX(      \
         unsigned nrows, const O *__restrict__ row_offsets, const unsigned short *__restrict__ col_offsets,  \
         const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y) {       \
-        csr_vector<T, N, O>(nrows, row_offsets, NarrowCols{col_offsets}, values, x, alpha, beta, y);       \
+        csr_vector<T, N, O>(nrows, row_offsets, col_offsets, values, x, alpha, beta, y);                   \
     }
 
 // The balanced kernel with row blocks of BT threads, ENTRIES entries and chunks of CHUNK
