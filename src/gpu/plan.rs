@@ -255,8 +255,10 @@ impl fmt::Display for KernelChoice {
 ///    over as many columns) against every width of 4 to 32: 1.022x the fastest width's time
 ///    in geometric mean (worst 1.43x, `banded:6000:400` f32, 13 µs); on 16 held-out
 ///    matrices the plan took 0.67x to 0.99x the previous plan's time (0.778x in geometric
-///    mean, 32 pairs), and 1.28x (`f64`) and 1.17x (`f32`) cuSPARSE's, worst 0.97x
-///    (`banded:40000:250` f32; before: 0.81x to 1.60x, `f32` 0.87x).
+///    mean, 32 pairs; with a build whose 16-bit kernels compiled slightly differently), and
+///    with the final build the rule's width was the fastest within 1.005x (worst 1.09x,
+///    `banded:40000:250` f64) and took 1.21x (`f64`) and 1.20x (`f32`) cuSPARSE's time,
+///    worst 0.95x (`banded:40000:250` f64; before: `f32` 0.87x in geometric mean).
 /// 4. **Rows of at most 8 entries padding ELL by at most 2%: ELL**
 ///    ([`SpmvPlan::ELL_AUTO_PADDING`]). `lap2d:2000`: 73.3 µs (102% of copy bandwidth), against
 ///    81 with SELL and 130 with cuSPARSE. With wider rows SELL's contiguous slices win. Where
