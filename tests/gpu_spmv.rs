@@ -762,8 +762,9 @@ fn long_narrow_rows_run_batched() {
 /// only where the mean row has 32 entries per thread (not for rows of 301 at 32). Each
 /// product is checked against the reference and, where the 32-bit columns' launch batches
 /// its rows too, must equal bit for bit the same kernel's on 32-bit columns (after
-/// `set_kernel` to the scalar kernel widened the columns); the download gives the matrix
-/// back either way, and the offsets take 2 bytes per entry fewer than the CSR arrays.
+/// `set_kernel` to the scalar kernel widened the columns) and the same storage behind 64-bit
+/// positions; the download gives the matrix back each way, and the offsets take 2 bytes per
+/// entry fewer than the CSR arrays.
 fn vector_kernel_on_16_bit_columns<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
     let narrow_on = std::env::var("SPGPU_NARROW_COLUMNS").map_or(true, |v| v.trim() != "0");
@@ -787,6 +788,13 @@ fn vector_kernel_on_16_bit_columns<T: Scalar>(test: &str) {
             assert_eq!(d.download().unwrap(), a, "{what}: download");
             let x = random_vec::<T>(&mut rng, a.ncols());
             let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+            // the same storage behind 64-bit positions (a test-only base past 2^32): the same bits
+            let shifted =
+                DeviceCsr::upload_with_entry_base(ctx, &a, KernelChoice::VectorTpr(tpr), (1u64 << 32) + 5).unwrap();
+            assert_eq!(shifted.storage_name(), storage, "{what}: 64-bit positions");
+            assert_eq!(shifted.download().unwrap(), a, "{what}: download, 64-bit positions");
+            let mut y_shifted = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+            shifted.spmv(T::from_f64(-2.5), &d_x, T::ZERO, &mut y_shifted).unwrap();
             let mut products = Vec::new();
             for step in ["as uploaded", "widened"] {
                 if step == "widened" {
@@ -805,6 +813,13 @@ fn vector_kernel_on_16_bit_columns<T: Scalar>(test: &str) {
             }
             // the same loop, so the same bits, when 32-bit columns batch too: at most a GPU's
             // worth of threads (2048 per SM); 16-bit columns always batch
+            let same_shifted = y_shifted
+                .to_vec()
+                .unwrap()
+                .iter()
+                .zip(&products[0])
+                .all(|(s, n)| s.to_f64().to_bits() == n.to_f64().to_bits());
+            assert!(same_shifted, "{what}: 64-bit positions give different bits");
             let same = products[0].iter().zip(&products[1]).all(|(n, w)| n.to_f64().to_bits() == w.to_f64().to_bits());
             let threads = a.nrows().div_ceil(256 / tpr as usize) * 256;
             if threads <= ctx.info().sm_count as usize * 2048 {

@@ -678,6 +678,8 @@ impl<T: Scalar> DeviceCsr<T> {
             && matches!(plan.kernel(), SpmvKernel::Scalar | SpmvKernel::Balanced);
         if widened {
             self.widen_columns()?;
+            // stored with 32-bit columns from here on, whatever happens below
+            self.plan.set_narrow(false);
         }
         let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
