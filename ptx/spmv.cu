@@ -55,7 +55,7 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // 239.2 us), whose warps already hide the latency; hence both conditions. (Which rows are
 // batched, and so the order of their sums, depends on the matrix and the GPU's SM count
 // only: repeated calls give the same bits.)
-// With 16-bit columns (NarrowCols) every row of at least SPGPU_VECTOR_BATCH_STEPS * TPR
+// With 16-bit columns (I = unsigned short) every row of at least SPGPU_VECTOR_BATCH_STEPS * TPR
 // entries is batched, however many threads the launch has: on 13 bands of 301 to 4001
 // entries per row on 8000 to 100000 rows (H100, 2026-11-26, docs/gpu-notes.md session 22)
 // the batched loop on 16-bit columns took 0.55x-0.78x the time of the 32-bit simple loop
