@@ -308,7 +308,7 @@ impl fmt::Display for KernelChoice {
 /// the grids and meshes of rules 4 and 5, whose times above are with 32-bit columns
 /// (`stencil27:100` 81.2 -> 69.4 µs, `lap2d:2000` 73.4 -> 67.6 µs, f64). SELL does so also
 /// when the other entries of its short rows lie in at most 255 far columns, reached through
-/// a table (circuit-like matrices: 14-20% fewer bytes, 1-3% faster on an H100).
+/// a table (circuit-like matrices: 14-20% fewer bytes, up to 4% faster on an H100).
 ///
 /// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
 /// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
