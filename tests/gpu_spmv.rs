@@ -710,34 +710,60 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
 }
 
+/// Uploads `a` in f64 and in f32, checks that each plan runs the kernel given for its
+/// precision and says `why`, and checks `y = 1.5 A x + beta y` against the reference with
+/// `beta` 0 (NaN in `y`) and 0.5.
+fn plan_and_product_both_precisions(
+    ctx: &'static Context,
+    a: &CsrMatrix<f64>,
+    seed: u64,
+    want: [SpmvKernel; 2],
+    why: &str,
+    what: &str,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a32 = a.cast::<f32>();
+    for beta in [0.0, 0.5] {
+        let x = random_vec::<f64>(&mut rng, a.ncols());
+        let y0 = start_y(&mut rng, a.nrows(), beta);
+        let d = DeviceCsr::upload(ctx, a).unwrap();
+        assert_eq!(d.plan().kernel(), want[0], "{}", d.plan().explain());
+        assert!(d.plan().explain().contains(why), "{}", d.plan().explain());
+        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+        let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+        d.spmv(1.5, &d_x, beta, &mut d_y).unwrap();
+        check(&format!("{what}, f64"), a, 1.5, &x, beta, &y0, &d_y.to_vec().unwrap());
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let y32: Vec<f32> = y0.iter().map(|&v| v as f32).collect();
+        let d = DeviceCsr::upload(ctx, &a32).unwrap();
+        assert_eq!(d.plan().kernel(), want[1], "{}", d.plan().explain());
+        let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
+        let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
+        d.spmv(1.5, &d_x, beta as f32, &mut d_y).unwrap();
+        check(&format!("{what}, f32"), &a32, 1.5, &x32, beta as f32, &y32, &d_y.to_vec().unwrap());
+    }
+}
+
 /// Rule 1's few, long rows (a warp per row would leave most of the GPU idle): the upload
 /// plans the balanced kernel, whose chunks split the rows, and the product matches the
-/// reference in both precisions, with `beta` 0 (NaN in `y`) and not.
+/// reference in both precisions.
 #[test]
 fn few_long_rows_run_balanced() {
     let Some(ctx) = gpu("few_long_rows_run_balanced") else { return };
     let a = lengths_csr(&[6000; 300], 200_000, 31);
-    let mut rng = StdRng::seed_from_u64(32);
-    for beta in [0.0, 0.5] {
-        let x = random_vec::<f64>(&mut rng, a.ncols());
-        let y0 = start_y(&mut rng, a.nrows(), beta);
-        let d = DeviceCsr::upload(ctx, &a).unwrap();
-        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
-        assert!(d.plan().explain().contains("few, long rows"), "{}", d.plan().explain());
-        let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
-        let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
-        d.spmv(1.5, &d_x, beta, &mut d_y).unwrap();
-        check("300 rows of 6000, f64", &a, 1.5, &x, beta, &y0, &d_y.to_vec().unwrap());
-        let a32 = a.cast::<f32>();
-        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-        let y32: Vec<f32> = y0.iter().map(|&v| v as f32).collect();
-        let d = DeviceCsr::upload(ctx, &a32).unwrap();
-        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
-        let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
-        let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
-        d.spmv(1.5, &d_x, beta as f32, &mut d_y).unwrap();
-        check("300 rows of 6000, f32", &a32, 1.5, &x32, beta as f32, &y32, &d_y.to_vec().unwrap());
-    }
+    let b = SpmvKernel::Balanced;
+    plan_and_product_both_precisions(ctx, &a, 32, [b, b], "few, long rows", "300 rows of 6000");
+}
+
+/// Rule 1's exception: few, long rows over an `x` of 40 MiB or more run a warp per row (its
+/// warps sweep the columns in step), in f64; the same rows in f32 (half the bytes of `x`)
+/// stay balanced. Both match the reference.
+#[test]
+fn few_long_rows_over_a_large_x_run_a_warp_per_row() {
+    let Some(ctx) = gpu("few_long_rows_over_a_large_x_run_a_warp_per_row") else { return };
+    let a = lengths_csr(&[1100; 1500], 5_300_000, 33);
+    let want = [SpmvKernel::Vector { threads_per_row: 32 }, SpmvKernel::Balanced];
+    plan_and_product_both_precisions(ctx, &a, 34, want, "a warp per row", "1500 rows of 1100 over 5.3M columns");
 }
 
 /// Long, even rows within 32767 of the diagonal (a band of 601 on 20000 rows: the fill rule

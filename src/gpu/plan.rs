@@ -195,9 +195,23 @@ impl fmt::Display for KernelChoice {
 ///    `uniform:200:20000000:100000` (200 rows of 100000) took 2298 µs with 32 threads per row
 ///    against 453 balanced and 431 for cuSPARSE; on a sweep of 12 (100 to 16000 rows of 1000
 ///    to 40000 entries) balanced won by 1.2-26x up to 2000 rows, and 32 threads per row won
-///    from 3000 (`uniform:3000:8000000:3000` f64 87.0 against 147.7 µs). The exception:
-///    2000 rows of 4000 over 8 million columns in `f64` (105 µs with a warp per row, 132
-///    balanced).
+///    from 3000 (`uniform:3000:8000000:3000` f64 87.0 against 147.7 µs). **Unless `x` is
+///    large: a warp per row** when there are at least [`SpmvPlan::FEW_ROWS_SWEEP_ROWS`]
+///    (1500) rows and `x` takes at least [`SpmvPlan::FEW_ROWS_SWEEP_X_BYTES`] (40 MiB, most
+///    of the L2). The warps, one per row, start together and walk their rows' sorted columns
+///    at about the same pace, so at any time they read one stretch of `x`, which the L2
+///    keeps; row blocks read all of `x` at once, and past the L2 each gather goes to DRAM.
+///    Fitted on 2026-11-26 on an H100 (the vector kernel with its loads in flight, session
+///    21, which the sweep above predates) on 48 matrices (1000 to 2800 rows of 2000 to 8000
+///    entries over 2 to 16 million columns, both precisions): with `x` of 64 MB or more a
+///    warp per row took 0.37x-0.96x balanced's time from 1500 rows on
+///    (`uniform:2000:8000000:4000` f64 89.5 against 183.6 µs, cuSPARSE 185.3); with 1000
+///    rows, or a smaller `x`, it lost up to 1.44x in places. Checked on 16 held-out matrices
+///    (other row counts, lengths, widths and seeds, same card): the rule gave a warp per row
+///    to 14 of the 32 matrix-precision pairs, each within 1.008x of the faster of the two
+///    kernels and 1.43x-2.48x cuSPARSE (balanced: 0.97x-1.09x); the pairs it leaves balanced
+///    include some where a warp per row was faster still (up to 2.1x with 1000 rows over
+///    160 MB), so the rule is on the safe side. H200 runs are in `docs/gpu-notes.md`.
 /// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
 ///    the GPU, and [`SpmvPlan::SMALL_NNZ`] entries): latency-bound.
 ///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times
@@ -421,6 +435,11 @@ impl SpmvPlan {
     /// ...and they are long when a warp would walk more than this many steps of the longest
     /// (more than 1024 entries at 32 threads per row).
     pub const FEW_ROWS_STEPS: usize = 32;
+    /// Rule 1: few, long rows run a warp per row instead of balanced when there are at least
+    /// this many rows and `x` takes at least [`Self::FEW_ROWS_SWEEP_X_BYTES`]...
+    pub const FEW_ROWS_SWEEP_ROWS: usize = 1500;
+    /// ...40 MiB, most of an H100's or H200's L2 (see [`Self::FEW_ROWS_SWEEP_ROWS`]).
+    pub const FEW_ROWS_SWEEP_X_BYTES: usize = 40 << 20;
     /// Rule 4: scattered rows run SELL only when `x` takes more than this many bytes
     /// (16 MiB); with a smaller `x` ELL was as fast or faster.
     pub const SCATTERED_MIN_X_BYTES: usize = 16 << 20;
@@ -585,7 +604,7 @@ impl SpmvPlan {
         if stats.nnz == 0 {
             return (SpmvKernel::Scalar, "no entries: y is only scaled".to_string());
         }
-        let few_long = Self::few_long_rows(stats, warp_size);
+        let few_long = Self::few_long_rows(stats, warp_size, value_bytes);
         if stats.nrows <= Self::SMALL_ROWS && stats.nnz <= Self::SMALL_NNZ {
             let steps = stats.max.div_ceil(fill as usize);
             if stats.max as f64 > Self::SKEW_FACTOR * stats.mean && steps > Self::SKEW_STEPS {
@@ -760,27 +779,42 @@ impl SpmvPlan {
         )
     }
 
-    /// Rule 1's second part: balanced when the rows are few and long (see the type docs).
-    fn few_long_rows(stats: &RowStats, warp_size: u32) -> Option<(SpmvKernel, String)> {
+    /// Rule 1's second part: balanced when the rows are few and long, unless `x` is large
+    /// enough for a warp per row (see the type docs).
+    fn few_long_rows(stats: &RowStats, warp_size: u32, value_bytes: usize) -> Option<(SpmvKernel, String)> {
         // the vector kernel's widest group: a warp (at most 32 threads, a power of two)
         let warp = 1usize << warp_size.clamp(2, 32).ilog2();
-        (stats.nrows.saturating_mul(warp) < Self::FEW_ROWS_THREADS && stats.max > Self::FEW_ROWS_STEPS * warp).then(
-            || {
-                (
-                    SpmvKernel::Balanced,
-                    format!(
-                        "few, long rows: {} rows x {warp} threads keep fewer than {} threads busy, and a warp \
-                         would walk {} steps (more than {}) of the longest row ({} entries): row blocks of equal \
-                         entry counts split the long rows over many blocks",
-                        stats.nrows,
-                        Self::FEW_ROWS_THREADS,
-                        stats.max.div_ceil(warp),
-                        Self::FEW_ROWS_STEPS,
-                        stats.max
-                    ),
-                )
-            },
-        )
+        if stats.nrows.saturating_mul(warp) >= Self::FEW_ROWS_THREADS || stats.max <= Self::FEW_ROWS_STEPS * warp {
+            return None;
+        }
+        let x_bytes = stats.ncols.saturating_mul(value_bytes);
+        let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
+        let few = format!(
+            "few, long rows: {} rows x {warp} threads keep fewer than {} threads busy, and a warp would walk {} \
+             steps (more than {}) of the longest row ({} entries)",
+            stats.nrows,
+            Self::FEW_ROWS_THREADS,
+            stats.max.div_ceil(warp),
+            Self::FEW_ROWS_STEPS,
+            stats.max
+        );
+        if stats.nrows >= Self::FEW_ROWS_SWEEP_ROWS && x_bytes >= Self::FEW_ROWS_SWEEP_X_BYTES {
+            return Some((
+                SpmvKernel::Vector { threads_per_row: warp as u32 },
+                format!(
+                    "{few}, but {} rows or more over an x of {:.1} MiB (at least {:.0} MiB): a warp per row, whose \
+                     warps walk their rows' columns in step and so read each part of x from DRAM about once, where \
+                     row blocks read all of x at once and miss the L2",
+                    Self::FEW_ROWS_SWEEP_ROWS,
+                    mib(x_bytes),
+                    mib(Self::FEW_ROWS_SWEEP_X_BYTES),
+                ),
+            ));
+        }
+        Some((
+            SpmvKernel::Balanced,
+            format!("{few}: row blocks of equal entry counts split the long rows over many blocks"),
+        ))
     }
 
     /// The vector kernel with the threads per row that fill the GPU (scalar for one).
@@ -1512,7 +1546,7 @@ mod tests {
     #[test]
     fn few_long_rows_are_balanced() {
         // fewer than 2816 rows (a warp each keeps under a third of the GPU busy), longest past
-        // 32 steps of a warp: balanced, small or large, f64 or f32
+        // 32 steps of a warp, over a small x: balanced, small or large, f64 or f32
         for (rows, len) in [(200, 100_000), (2000, 2000), (2815, 1025), (100, 40_000)] {
             let st = stats(&vec![len; rows]);
             for p in [SpmvPlan::from_stats::<f64>(&st, 32), SpmvPlan::from_stats::<f32>(&st, 32)] {
@@ -1525,6 +1559,19 @@ mod tests {
             let p = SpmvPlan::from_stats::<f64>(&stats(&vec![len; rows]), 32);
             assert_eq!(p.kernel(), SpmvKernel::Vector { threads_per_row: 32 }, "{rows} rows of {len}");
         }
+        // 1500 rows or more over an x of 40 MiB or more: a warp per row; fewer rows, or a
+        // smaller x, keep balanced
+        let over = |rows: usize, len: usize, ncols: usize| RowStats::from_lengths(vec![len; rows], ncols);
+        let warp = SpmvKernel::Vector { threads_per_row: 32 };
+        let p = SpmvPlan::from_stats::<f64>(&over(1500, 4000, 5_242_880), 32);
+        assert_eq!(p.kernel(), warp, "{}", p.explain());
+        assert!(p.explain().contains("few, long rows") && p.explain().contains("40.0 MiB"), "{}", p.explain());
+        assert_eq!(SpmvPlan::from_stats::<f32>(&over(2815, 1025, 10_485_760), 32).kernel(), warp);
+        for (rows, ncols) in [(1499, 16_000_000), (1500, 5_242_879)] {
+            assert_eq!(SpmvPlan::from_stats::<f64>(&over(rows, 4000, ncols), 32).kernel(), SpmvKernel::Balanced);
+        }
+        // the same x in f32 is half as large
+        assert_eq!(SpmvPlan::from_stats::<f32>(&over(1500, 4000, 5_242_880), 32).kernel(), SpmvKernel::Balanced);
         // one long row among few short ones: balanced, as skewed rows (rule 2)
         let mut l = vec![9; 1000];
         l[0] = 50_000;
