@@ -312,16 +312,9 @@ pub(crate) fn upload_csr_offsets(
         let lo = row_offsets[r0];
         // the rows that start within `piece` entries of this one (at least one)
         let r1 = (row_offsets.partition_point(|&o| o <= lo + piece as u64) - 1).clamp(r0 + 1, nrows);
-        let buf: Vec<u16> = (r0..r1)
-            .into_par_iter()
-            .with_min_len(1 << 10)
-            .flat_map_iter(|r| {
-                let (a, b) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
-                col_indices[a..b]
-                    .iter()
-                    .map(move |&c| encode(c, r).expect("narrow offsets only when every column fits"))
-            })
-            .collect();
+        let buf = map_rows(row_offsets, col_indices, r0..r1, |c, r| {
+            encode(c, r).expect("narrow offsets only when every column fits")
+        });
         out.copy_from_host_at(lo as usize, &buf, what)?;
         r0 = r1;
     }
@@ -334,14 +327,25 @@ pub(crate) fn download_csr_offsets(offsets: &DeviceMemory<u16>, row_offsets: &[u
     let mut raw = vec![0u16; offsets.len()];
     offsets.copy_to_host(&mut raw, what)?;
     let nrows = row_offsets.len().saturating_sub(1);
-    Ok((0..nrows)
-        .into_par_iter()
+    Ok(map_rows(row_offsets, &raw, 0..nrows, |d, r| decode(d, r).expect("CSR offsets have no padding")))
+}
+
+/// `f(entry, row)` for every entry of rows `rows` of a CSR matrix whose entries (or their
+/// columns) are `entries`, in order, computed in parallel by rows.
+fn map_rows<S: Copy + Sync, D: Send>(
+    row_offsets: &[u64],
+    entries: &[S],
+    rows: std::ops::Range<usize>,
+    f: impl Fn(S, usize) -> D + Sync,
+) -> Vec<D> {
+    let f = &f;
+    rows.into_par_iter()
         .with_min_len(1 << 10)
         .flat_map_iter(|r| {
             let (a, b) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
-            raw[a..b].iter().map(move |&d| decode(d, r).expect("CSR offsets have no padding"))
+            entries[a..b].iter().map(move |&e| f(e, r))
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
