@@ -383,8 +383,8 @@ __device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigne
 // products and BT / 32 warp sums of shared memory: stream blocks of at most ENTRIES entries
 // and BT rows, chunks of CHUNK entries (the shape of the row blocks, RowShape in
 // src/gpu/balance.rs).
-template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, typename X,
-          typename Sync>
+template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, bool SWEEP,
+          typename X, typename Sync>
 __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* prod, acc_t* warp_sums, Sync sync,
                                                const O* __restrict__ row_offsets,
                                                const unsigned* __restrict__ col_indices,
@@ -398,24 +398,42 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
 
     if (row_tag & SPGPU_LONG_FLAG) {
         // A chunk of a row longer than a stream block (up to CHUNK entries, in registers):
-        // when it is the whole row, it writes y. Otherwise its sum goes to
-        // partials[b], and the block of the row's last chunk adds them in chunk order and
-        // writes y (chunk_done).
+        // when it is the whole row, it writes y. Otherwise its sum goes to its chunk-sum
+        // slot, and the block of the row's last chunk adds them in chunk order and writes y
+        // (chunk_done). The slots: partials[b] in row order; with SWEEP (chunks past the
+        // first in chunk-major order, after the others, so the next block need not be this
+        // row's) the row's slots start at rs / CHUNK + row (rs counted from the first row's
+        // offset, so apart from every other row's), and the chunk's size comes from the row.
+        const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
+        O rs = 0, len = 0;
+        unsigned m = n;
+        if (SWEEP) {
+            // uniform across the block: every thread reads the same offsets
+            rs = ldg(row_offsets + row);
+            len = ldg(row_offsets + row + 1) - rs;
+            m = unsigned(min(O(CHUNK), rs + len - e0));
+        }
         const acc_t sum =
-            chunk_sum<T, CHUNK, BT, CHUNK_BATCH>(col_indices + e0, values + e0, n, xv, alpha, tid, warp_sums, sync);
+            chunk_sum<T, CHUNK, BT, CHUNK_BATCH>(col_indices + e0, values + e0, m, xv, alpha, tid, warp_sums, sync);
         if (tid < 32) {
-            const unsigned row = row_tag & ~SPGPU_LONG_FLAG;
-            // warp-uniform: every lane reads the same offsets
-            const O rs = ldg(row_offsets + row);
-            const O len = ldg(row_offsets + row + 1) - rs;
-            if (e0 == rs && n == len) {
+            if (!SWEEP) {
+                // warp-uniform: every lane reads the same offsets
+                rs = ldg(row_offsets + row);
+                len = ldg(row_offsets + row + 1) - rs;
+            }
+            if (e0 == rs && m == len) {
                 if (tid == 0) {
                     store_axpby(y, row, alpha, sum, beta);
                 }
             } else {
-                const unsigned first = b - unsigned((e0 - rs) / CHUNK);
+                const unsigned k = unsigned((e0 - rs) / CHUNK);
                 const unsigned count = unsigned((len + CHUNK - 1) / CHUNK);
-                chunk_done(partials, row, first, count, b, sum, tid, alpha, beta, y);
+                if (SWEEP) {
+                    const unsigned first = unsigned((rs - ldg(row_offsets)) / CHUNK) + row;
+                    chunk_done(partials, row, first, count, first + k, sum, tid, alpha, beta, y);
+                } else {
+                    chunk_done(partials, row, b - k, count, b, sum, tid, alpha, beta, y);
+                }
             }
         }
         return;
@@ -481,7 +499,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
 
 // The balanced kernel: one block of BT threads per row block of at most ENTRIES entries
 // (chunks of CHUNK).
-template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK>
+template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, bool SWEEP = false>
 __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
@@ -489,7 +507,7 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
     __shared__ acc_t prod[ENTRIES];
     __shared__ acc_t warp_sums[BT / 32];
-    balanced_block<T, O, BT, ENTRIES, CHUNK, CHUNK / BT>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
+    balanced_block<T, O, BT, ENTRIES, CHUNK, CHUNK / BT, SWEEP>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
                                                           row_offsets, col_indices, values, PlainX<T>{x}, alpha,
                                                           beta, y, block_row, block_entry, partials);
 }
@@ -536,7 +554,7 @@ __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const
     __shared__ unsigned next[SPGPU_HOT_GROUPS][2];
     unsigned b = blockIdx.x * SPGPU_HOT_GROUPS + g;
     for (unsigned it = 0; b < nblocks; ++it) {
-        balanced_block<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK, SPGPU_HOT_CHUNK_BATCH>(
+        balanced_block<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK, SPGPU_HOT_CHUNK_BATCH, false>(
             b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices, values, HotX<T>{x, hot}, alpha, beta, y,
             block_row, block_entry, partials);
         if (tid == 0) {
@@ -825,6 +843,14 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
         acc_t *__restrict__ partials) {                                                                  \
         csr_balanced<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK>(                   \
+            row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry, partials);        \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_csr_balanced_sweep_##T##SUFFIX(      \
+        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
+        acc_t *__restrict__ partials) {                                                                  \
+        csr_balanced<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK, true>(             \
             row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry, partials);        \
     }                                                                                                    \
     SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, 512, 2048, 2048, 4)                                          \

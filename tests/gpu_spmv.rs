@@ -755,12 +755,47 @@ fn few_long_rows_run_balanced() {
     plan_and_product_both_precisions(ctx, &a, 32, [b, b], "few, long rows", "300 rows of 6000");
 }
 
+/// Few rows with rows of several chunks run the balanced kernel with the chunks past each
+/// row's first in chunk-major order, short rows among and after the long ones (stream blocks
+/// whose successors change with the order), a long row of one chunk, empty rows: products
+/// against the reference in both precisions, with `beta` 0 (NaN in `y`) and not, and
+/// repeated calls give the same bits.
+#[test]
+fn few_rows_run_their_chunks_in_chunk_major_order() {
+    let Some(ctx) = gpu("few_rows_run_their_chunks_in_chunk_major_order") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut lengths = Vec::new();
+    for i in 0..60 {
+        lengths.extend_from_slice(&[3, 5000 + i, 0, 2, 9000 - i, 1500, 7]);
+    }
+    lengths.extend_from_slice(&[4; 300]);
+    let a = lengths_csr(&lengths, 3_000_000, 35);
+    let b = SpmvKernel::Balanced;
+    // SPGPU_CHUNK_MAJOR=0 keeps row order (the products are the same)
+    let on = std::env::var(spgpu::gpu::balance::CHUNK_MAJOR_ENV).map_or(true, |v| v != "0");
+    let why = if on { "chunk-major order" } else { "balanced" };
+    plan_and_product_both_precisions(ctx, &a, 36, [b, b], why, "few rows of several chunks");
+    let d = DeviceCsr::upload(ctx, &a).unwrap();
+    let mut rng = StdRng::seed_from_u64(37);
+    let x = random_vec::<f64>(&mut rng, a.ncols());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let mut d_y = DeviceVector::<f64>::zeros(ctx, a.nrows()).unwrap();
+    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+    let first = d_y.to_vec().unwrap();
+    for _ in 0..5 {
+        d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+        let again = d_y.to_vec().unwrap();
+        assert!(first.iter().zip(&again).all(|(p, q)| p.to_bits() == q.to_bits()), "repeated calls differ");
+    }
+}
+
 /// Rule 1's exception: few, long rows over an `x` of 40 MiB or more run a warp per row (its
 /// warps sweep the columns in step), in f64; the same rows in f32 (half the bytes of `x`)
 /// stay balanced. Both match the reference.
 #[test]
 fn few_long_rows_over_a_large_x_run_a_warp_per_row() {
     let Some(ctx) = gpu("few_long_rows_over_a_large_x_run_a_warp_per_row") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let a = lengths_csr(&[1100; 1500], 5_300_000, 33);
     let want = [SpmvKernel::Vector { threads_per_row: 32 }, SpmvKernel::Balanced];
     plan_and_product_both_precisions(ctx, &a, 34, want, "a warp per row", "1500 rows of 1100 over 5.3M columns");

@@ -38,11 +38,18 @@
 //! slowest. Blocks of 1024 threads and 4096 entries were slower on all of them (web 305.5 /
 //! 354.7, `powerlaw:4000000` f32 401.3 -> 450.4).
 //!
+//! With fewer than [`SWEEP_MAX_ROWS`] rows, the chunks past each row's first come after the
+//! other blocks in chunk-major order ([`RowBlocks::sweep`]): every long row's second chunk,
+//! then every third, and so on, so that the blocks running at one time read the same
+//! stretch of `x` (a large `x` then stays in the L2: up to 2.8x faster).
+//!
 //! Blocks are described by two arrays of `nblocks + 1` entries: `block_row[b]` (the first
 //! row of block `b`, with [`LONG_FLAG`] set for a chunk block) and `block_entry[b]` (the first
 //! entry of block `b`); block `b` covers entries `block_entry[b]..block_entry[b + 1]` and, for a
-//! stream block, rows `block_row[b]..(block_row[b + 1] & !LONG_FLAG)`. The last element of each
-//! is `nrows` and `nnz`. Long rows are listed as `[row, first chunk block, chunk count]`.
+//! stream block, rows `block_row[b]..(block_row[b + 1] & !LONG_FLAG)` (in chunk-major order a
+//! chunk block covers its chunk, to the row's end at most, whatever block follows). The last
+//! element of each is `nrows` and `nnz`. Long rows are listed as `[row, first chunk block,
+//! chunk count]` (in chunk-major order, the first chunk-sum slot instead of the block).
 
 use rayon::prelude::*;
 
@@ -66,6 +73,27 @@ pub const CHUNK_ENTRIES: usize = 2048;
 /// web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks matter more than
 /// a long row's wait.
 pub const MAX_STEPS: usize = 128;
+
+/// Matrices of fewer rows than this (2816: those a warp per row cannot fill the GPU with,
+/// `SpmvPlan::FEW_ROWS_THREADS / 32`) whose rows need more than one chunk have their chunks
+/// in chunk-major order ([`RowBlocks::sweep`]). The blocks resident at one time then hold
+/// the same stretch of many rows, whose sorted columns lie in one stretch of `x`, which the
+/// L2 keeps; in row order they hold all the chunks of a few rows and gather from all of `x`
+/// at once, from DRAM once `x` outgrows the L2. On an H100 (2026-11-26, forced balanced,
+/// same build, `SPGPU_CHUNK_MAJOR=0` against the default, 20 few-row matrices of 150 to
+/// 2700 rows over 1 to 24 million columns, both precisions): 0.36x-1.00x the row-order time,
+/// 0.76x in geometric mean, never slower (`uniform:200:20000000:100000` f64 599.0 -> 216.1
+/// µs and f32 456.9 -> 185.2, `uniform:1000:20000000:20000` 609.6 -> 223.0 and 477.2 ->
+/// 194.4); over an `x` that fits the L2 the same (`uniform:300:1000000:10000` 31.8 -> 31.7).
+pub const SWEEP_MAX_ROWS: usize = super::plan::SpmvPlan::FEW_ROWS_THREADS / 32;
+
+/// Set to `0` to keep the chunks of few rows in row order (no [`RowBlocks::sweep`]), to
+/// compare.
+pub const CHUNK_MAJOR_ENV: &str = "SPGPU_CHUNK_MAJOR";
+
+fn sweep_enabled() -> bool {
+    std::env::var(CHUNK_MAJOR_ENV).map_or(true, |v| v != "0")
+}
 
 /// The shape of a matrix's row blocks: the threads of a block, the entries of a stream
 /// block, and the entries of a chunk. [`RowShape::DEFAULT`] is the constants above; the
@@ -218,6 +246,14 @@ pub struct RowBlocks {
     pub long_rows: Vec<[u32; 3]>,
     /// The shape the blocks were cut to.
     pub shape: RowShape,
+    /// Whether the chunks come in chunk-major order: the stream blocks and every row's first
+    /// chunk in row order, then every long row's second chunk, then every third, ..., as
+    /// [`RowBlocks::with_shape`] lays out the blocks of fewer than [`SWEEP_MAX_ROWS`] rows
+    /// (see there). A chunk block's entries then run from its start to the end of its chunk
+    /// (at most `chunk` entries, not up to the next block's start), and `long_rows` lists
+    /// each row's first chunk-sum slot, `(row_offsets[row] - row_offsets[0]) / chunk + row`,
+    /// instead of its first chunk block.
+    pub sweep: bool,
 }
 
 impl RowBlocks {
@@ -248,6 +284,18 @@ impl RowBlocks {
     /// assert_eq!(RowBlocks::with_shape(&off, RowShape::T512).nblocks(), 2);
     /// ```
     pub fn with_shape(row_offsets: &[u64], shape: RowShape) -> RowBlocks {
+        Self::cut(row_offsets, shape, sweep_enabled())
+    }
+
+    /// [`new`](RowBlocks::new) with the chunks in row order whatever the row count (for the
+    /// hot-column kernel, which runs no other order).
+    pub fn in_row_order(row_offsets: &[u64]) -> RowBlocks {
+        Self::cut(row_offsets, RowShape::DEFAULT, false)
+    }
+
+    /// The blocks of `shape`, in chunk-major order where [`RowBlocks::sweep`] says and
+    /// `sweep` allows.
+    fn cut(row_offsets: &[u64], shape: RowShape, sweep: bool) -> RowBlocks {
         let nrows = row_offsets.len().saturating_sub(1);
         let pieces: Vec<RowBlocks> = (0..nrows.div_ceil(PIECE_ROWS))
             .into_par_iter()
@@ -259,6 +307,7 @@ impl RowBlocks {
             block_entry: Vec::with_capacity(nblocks + 1),
             long_rows: Vec::new(),
             shape,
+            sweep: false,
         };
         for p in pieces {
             let base = out.block_row.len() as u32;
@@ -268,12 +317,51 @@ impl RowBlocks {
         }
         out.block_row.push(nrows as u32);
         out.block_entry.push(row_offsets.last().copied().unwrap_or(0));
+        if sweep && shape == RowShape::DEFAULT && nrows < SWEEP_MAX_ROWS && !out.long_rows.is_empty() {
+            out.chunk_major(row_offsets);
+        }
         out
+    }
+
+    /// Puts the chunks past each row's first after the other blocks in chunk-major order (by
+    /// chunk index, then row), and lists each long row's first chunk-sum slot
+    /// ([`RowBlocks::sweep`]).
+    fn chunk_major(&mut self, off: &[u64]) {
+        let n = self.nblocks();
+        let chunk = self.shape.chunk as u64;
+        // stream blocks and first chunks keep their order (a stream block's rows end where
+        // the next block's begin), the other chunks follow by chunk index, then row, and the
+        // stream blocks after the last chunk come last (before the closing sentinel)
+        let last_chunk = (0..n).rev().find(|&b| self.block_row[b] & LONG_FLAG != 0).unwrap_or(0);
+        let key = |b: usize| {
+            let tag = self.block_row[b];
+            if tag & LONG_FLAG == 0 {
+                return (if b > last_chunk { u64::MAX } else { 0 }, b as u64);
+            }
+            match (self.block_entry[b] - off[(tag & !LONG_FLAG) as usize]) / chunk {
+                0 => (0, b as u64),
+                k => (k, (tag & !LONG_FLAG) as u64),
+            }
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&b| key(b));
+        let mut block_row: Vec<u32> = order.iter().map(|&b| self.block_row[b]).collect();
+        let mut block_entry: Vec<u64> = order.iter().map(|&b| self.block_entry[b]).collect();
+        block_row.push(self.block_row[n]);
+        block_entry.push(self.block_entry[n]);
+        self.block_row = block_row;
+        self.block_entry = block_entry;
+        for l in &mut self.long_rows {
+            let r = l[0] as usize;
+            l[1] = ((off[r] - off[0]) / chunk) as u32 + l[0];
+        }
+        self.sweep = true;
     }
 
     /// The blocks of rows `lo..hi`, without the closing sentinel.
     fn piece(off: &[u64], lo: usize, hi: usize, shape: RowShape) -> RowBlocks {
-        let mut b = RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new(), shape };
+        let mut b =
+            RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new(), shape, sweep: false };
         let len = |r: usize| (off[r + 1] - off[r]) as usize;
         let mut r = lo;
         while r < hi {
@@ -333,6 +421,8 @@ impl RowBlocks {
     pub fn scratch_len(&self) -> usize {
         if self.long_rows.is_empty() {
             0
+        } else if self.sweep {
+            self.long_rows.iter().map(|&[_, first, count]| (first + count) as usize).max().unwrap_or(0)
         } else {
             self.nblocks()
         }
@@ -370,21 +460,32 @@ mod tests {
         assert_eq!(b.block_entry.len(), n + 1);
         assert_eq!(b.block_row[n], lengths.len() as u32);
         assert_eq!(b.block_entry[n], *off.last().unwrap());
+        let multi_chunk = lengths.iter().any(|&l| l > shape.chunk);
+        assert_eq!(
+            b.sweep,
+            shape == RowShape::DEFAULT && lengths.len() < SWEEP_MAX_ROWS && multi_chunk,
+            "chunk-major order for few rows with rows of several chunks"
+        );
         let mut covered = vec![0usize; lengths.len()];
         let mut long_seen = Vec::new();
+        let mut next_chunk = vec![0usize; lengths.len()];
         for k in 0..n {
-            let (e0, e1) = (b.block_entry[k] as usize, b.block_entry[k + 1] as usize);
-            assert!(e0 <= e1 && e1 - e0 <= shape.chunk.max(shape.entries), "block {k}: entries {e0}..{e1}");
+            let e0 = b.block_entry[k] as usize;
             if b.block_row[k] & LONG_FLAG != 0 {
                 let r = (b.block_row[k] & !LONG_FLAG) as usize;
+                let (rs, re) = (off[r] as usize, off[r + 1] as usize);
+                // in chunk-major order a chunk runs to its end, whatever block follows
+                let e1 = if b.sweep { (e0 + shape.chunk).min(re) } else { b.block_entry[k + 1] as usize };
                 assert!(lengths[r] > shape.entries && e1 - e0 <= shape.chunk);
-                assert!(e0 >= off[r] as usize && e1 <= off[r + 1] as usize && e1 > e0);
-                if long_seen.last() != Some(&r) {
+                assert!(e0 >= rs && e1 <= re && e1 > e0);
+                assert_eq!(e0 - rs, next_chunk[r] * shape.chunk, "block {k}: row {r}'s chunks in order");
+                next_chunk[r] += 1;
+                if e0 == rs {
                     long_seen.push(r);
-                    assert_eq!(e0, off[r] as usize, "the first chunk starts the row");
                 }
                 covered[r] += e1 - e0;
             } else {
+                let e1 = b.block_entry[k + 1] as usize;
                 let r0 = b.block_row[k] as usize;
                 let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
                 assert!(r1 > r0 && r1 - r0 <= shape.threads, "block {k}: rows {r0}..{r1}");
@@ -401,13 +502,23 @@ mod tests {
         for (r, &l) in lengths.iter().enumerate() {
             assert_eq!(covered[r], l.max(1), "row {r} of {l} entries covered once");
         }
+        assert!(long_seen.windows(2).all(|w| w[0] < w[1]), "first chunks in row order");
         let listed: Vec<usize> = b.long_rows.iter().map(|l| l[0] as usize).collect();
         let multi: Vec<usize> = long_seen.into_iter().filter(|&r| lengths[r] > shape.chunk).collect();
         assert_eq!(listed, multi, "rows of more than one chunk are listed, to be completed in order");
+        let mut slots = vec![false; b.scratch_len()];
         for &[r, first, count] in &b.long_rows {
             assert_eq!(count as usize, lengths[r as usize].div_ceil(shape.chunk));
-            for k in first..first + count {
-                assert_eq!(b.block_row[k as usize], r | LONG_FLAG);
+            if b.sweep {
+                // the kernel's slots: apart from every other row's, within the scratch
+                assert_eq!(first as u64, (off[r as usize] - off[0]) / shape.chunk as u64 + u64::from(r));
+                for k in first..first + count {
+                    assert!(!std::mem::replace(&mut slots[k as usize], true), "slot {k} taken twice");
+                }
+            } else {
+                for k in first..first + count {
+                    assert_eq!(b.block_row[k as usize], r | LONG_FLAG);
+                }
             }
         }
         b
@@ -446,10 +557,32 @@ mod tests {
 
     #[test]
     fn long_rows_are_chunked() {
+        // many rows: chunks in row order, a chunk-sum slot per block
+        let mut l = vec![1; SWEEP_MAX_ROWS];
+        l.extend([3, 0, 2 * CHUNK_ENTRIES + 1, 0, 5 * CHUNK_ENTRIES, 1]);
+        let b = check(&l);
+        assert!(!b.sweep);
+        let first = b.block_row.iter().position(|&r| r & LONG_FLAG != 0).unwrap() as u32;
+        let (r2, r4) = (SWEEP_MAX_ROWS as u32 + 2, SWEEP_MAX_ROWS as u32 + 4);
+        assert_eq!(b.long_rows, vec![[r2, first, 3], [r4, first + 4, 5]]);
+        assert_eq!(b.scratch_len(), b.nblocks());
+        // few rows: the first chunks in row order, then every second chunk, every third, ...
+        // (chunk-major), the stream blocks after the last first chunk at the end; each long
+        // row's chunk-sum slots start at its first entry / CHUNK_ENTRIES + its index
+        let c = CHUNK_ENTRIES as u64;
         let l = [3, 0, 2 * CHUNK_ENTRIES + 1, 0, 5 * CHUNK_ENTRIES, 1];
         let b = check(&l);
-        assert_eq!(b.long_rows, vec![[2, 1, 3], [4, 5, 5]]);
-        assert_eq!(b.scratch_len(), b.nblocks());
+        assert!(b.sweep);
+        let f = LONG_FLAG;
+        assert_eq!(b.block_row, vec![0, 2 | f, 3, 4 | f, 2 | f, 4 | f, 2 | f, 4 | f, 4 | f, 4 | f, 5, 6]);
+        let (s2, s4) = (3, 3 + 2 * c + 1);
+        let e = |s: u64, k: u64| s + k * c;
+        assert_eq!(
+            b.block_entry,
+            vec![0, 3, s4, s4, e(s2, 1), e(s4, 1), e(s2, 2), e(s4, 2), e(s4, 3), e(s4, 4), s4 + 5 * c, s4 + 5 * c + 1]
+        );
+        assert_eq!(b.long_rows, vec![[2, 2, 3], [4, 2 + 4, 5]]);
+        assert_eq!(b.scratch_len(), 11);
         // a row between a stream block and a chunk is one block, which writes y itself
         let b = check(&[3, BLOCK_ENTRIES + 1, CHUNK_ENTRIES, 2]);
         assert_eq!(b.block_row, vec![0, 1 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);

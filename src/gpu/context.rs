@@ -110,8 +110,12 @@ const BALANCED_SHARED_CARVEOUT: i32 = 30;
 fn prefer_l1(modules: &[Module]) -> Result<()> {
     let spmv = &modules[ModuleId::Spmv.index()];
     for scalar in ["f32", "f64"] {
-        for (wide, shape) in [false, true].into_iter().flat_map(|w| super::balance::RowShape::ALL.map(|s| (w, s))) {
-            let name = super::kernels::balanced_kernel_name(shape, scalar, wide);
+        let shapes = super::balance::RowShape::ALL
+            .map(|s| (s, false))
+            .into_iter()
+            .chain([(super::balance::RowShape::DEFAULT, true)]);
+        for (wide, (shape, sweep)) in [false, true].into_iter().flat_map(|w| shapes.clone().map(move |s| (w, s))) {
+            let name = super::kernels::balanced_kernel_name(shape, sweep, scalar, wide);
             let function = spmv.get_function(&name).map_err(|e| Error::cuda(format!("looking up kernel {name}"), e))?;
             // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
             // module; the carveout is a preference in 0..=100.

@@ -294,18 +294,34 @@ impl<T: Scalar> DeviceSell<T> {
     }
 }
 
+/// What [`SpmvPlan::explain`] says of row blocks in chunk-major order ([`RowBlocks::sweep`]).
+const CHUNK_MAJOR_NOTE: &str = "few rows: chunks past the first in chunk-major order, so that the blocks running at \
+                                once read one stretch of x";
+
+/// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
+fn blocks_note(sweep: bool, why: String) -> String {
+    if sweep {
+        format!("{why}; {CHUNK_MAJOR_NOTE}")
+    } else {
+        why
+    }
+}
+
 /// The row blocks of the balanced kernel on the device ([`RowBlocks`]).
 pub(crate) struct Balanced {
     /// Blocks of the main kernel.
     pub(crate) nblocks: usize,
     pub(crate) block_row: DeviceMemory<u32>,
     pub(crate) block_entry: Positions,
-    /// One `f64` per block when there are long rows: the chunk sums of one call, written by
-    /// the chunk blocks and read by the block of their row's last chunk, which sets them
-    /// back to "no sum" (0xff bytes) for the next call.
+    /// [`RowBlocks::scratch_len`] `f64` slots when there are long rows (one per block, or in
+    /// chunk-major order a range per long row): the chunk sums of one call, written by the
+    /// chunk blocks and read by the block of their row's last chunk, which sets them back to
+    /// "no sum" (0xff bytes) for the next call.
     pub(crate) partials: Option<DeviceMemory<f64>>,
     /// The shape the rows were cut to (which kernel runs them).
     pub(crate) shape: RowShape,
+    /// Whether the chunks come in chunk-major order ([`RowBlocks::sweep`]).
+    pub(crate) sweep: bool,
     bytes: usize,
 }
 
@@ -327,6 +343,7 @@ impl Balanced {
             block_entry,
             partials,
             shape: blocks.shape,
+            sweep: blocks.sweep,
             bytes: blocks.device_bytes(wide),
         })
     }
@@ -564,10 +581,11 @@ impl<T: Scalar> DeviceCsr<T> {
             };
             if let Some(b) = blocks.as_mut() {
                 match (&hot, shape.take()) {
-                    (None, Some((s, why))) => plan.set_blocks(s, why),
-                    (Some(_), _) if b.shape != RowShape::DEFAULT => {
+                    (None, Some((s, why))) => plan.set_blocks(s, blocks_note(b.sweep, why)),
+                    // the hot-column kernel runs the default shape in row order
+                    (Some(_), _) if b.shape != RowShape::DEFAULT || b.sweep => {
                         let cutting = Instant::now();
-                        *b = RowBlocks::new(a.row_offsets());
+                        *b = RowBlocks::in_row_order(a.row_offsets());
                         preprocessing += cutting.elapsed();
                     }
                     _ => {}
@@ -733,7 +751,8 @@ impl<T: Scalar> DeviceCsr<T> {
             (&self.storage, self.plan.kernel())
         {
             let how = if choice.row_shape().is_some() { "forced" } else { "the blocks the matrix had, or the default" };
-            self.plan.set_blocks(b.shape, format!("{} threads, {} entries ({how})", b.shape.threads, b.shape.entries));
+            let why = format!("{} threads, {} entries ({how})", b.shape.threads, b.shape.entries);
+            self.plan.set_blocks(b.shape, blocks_note(b.sweep, why));
         }
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         self.note_hot();

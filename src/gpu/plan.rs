@@ -211,7 +211,11 @@ impl fmt::Display for KernelChoice {
 ///    to 14 of the 32 matrix-precision pairs, each within 1.008x of the faster of the two
 ///    kernels and 1.43x-2.48x cuSPARSE (balanced: 0.97x-1.09x); the pairs it leaves balanced
 ///    include some where a warp per row was faster still (up to 2.1x with 1000 rows over
-///    160 MB), so the rule is on the safe side. H200 runs are in `docs/gpu-notes.md`.
+///    160 MB), so the rule is on the safe side. H200 runs are in `docs/gpu-notes.md`. (With
+///    fewer than 2816 rows the balanced kernel runs its chunks in chunk-major order,
+///    [`RowBlocks::sweep`](super::balance::RowBlocks::sweep), which takes most of a large
+///    `x`'s cost off it too: against that kernel a warp per row still won above the rule's
+///    bounds, 0.99x-1.7x.)
 /// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
 ///    the GPU, and [`SpmvPlan::SMALL_NNZ`] entries): latency-bound.
 ///    - **Skewed: balanced.** The longest row exceeds both [`SpmvPlan::SKEW_FACTOR`] (4) times

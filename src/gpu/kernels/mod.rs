@@ -40,6 +40,10 @@ pub enum GpuKernel {
     /// [`RowShape::ALL`](super::balance::RowShape::ALL) (`spmv_csr_balanced<threads>_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedShape(u32),
+    /// The balanced kernel for row blocks whose chunks come in chunk-major order
+    /// ([`RowBlocks::sweep`](super::balance::RowBlocks::sweep); `spmv_csr_balanced_sweep_<T>`,
+    /// with a 64-bit variant; module [`ModuleId::Spmv`]).
+    BalancedSweep,
     /// ELLPACK slots from CSR arrays on the device, the upload's conversion
     /// (`ell_from_csr_<T>`, or `ell16_from_csr_<T>` for narrow slots when `narrow`; module
     /// [`ModuleId::Spmv`]).
@@ -81,6 +85,7 @@ impl GpuKernel {
             | GpuKernel::WidenIndices
             | GpuKernel::BalancedHot
             | GpuKernel::BalancedShape(_)
+            | GpuKernel::BalancedSweep
             | GpuKernel::EllFromCsr { .. }
             | GpuKernel::SellFromCsr { .. }
             | GpuKernel::SellFarFromCsr
@@ -105,6 +110,7 @@ impl GpuKernel {
             GpuKernel::FillVector,
             GpuKernel::WidenIndices,
             GpuKernel::BalancedHot,
+            GpuKernel::BalancedSweep,
             GpuKernel::Gather,
             GpuKernel::UnflagHot,
             GpuKernel::CountColumns,
@@ -171,6 +177,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::WidenIndices => "widen_u32_u64".to_string(),
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
+        GpuKernel::BalancedSweep => format!("spmv_csr_balanced_sweep_{scalar}"),
         GpuKernel::EllFromCsr { narrow: false } => format!("ell_from_csr_{scalar}"),
         GpuKernel::EllFromCsr { narrow: true } => format!("ell16_from_csr_{scalar}"),
         GpuKernel::SellFromCsr { narrow: false } => format!("sell_from_csr_{scalar}"),
@@ -205,10 +212,13 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
 }
 
 /// The name of the balanced kernel for row blocks of this shape: [`spmv_kernel_name`] of
-/// [`SpmvKernel::Balanced`] for the default shape, [`GpuKernel::BalancedShape`] otherwise
-/// (`_i64` when `wide`).
-pub(crate) fn balanced_kernel_name(shape: super::balance::RowShape, scalar: &str, wide: bool) -> String {
-    if shape == super::balance::RowShape::DEFAULT {
+/// [`SpmvKernel::Balanced`] for the default shape, [`GpuKernel::BalancedShape`] otherwise,
+/// [`GpuKernel::BalancedSweep`] for blocks in chunk-major order (`sweep`; `_i64` when
+/// `wide`).
+pub(crate) fn balanced_kernel_name(shape: super::balance::RowShape, sweep: bool, scalar: &str, wide: bool) -> String {
+    if sweep {
+        kernel_name(GpuKernel::BalancedSweep, scalar) + if wide { "_i64" } else { "" }
+    } else if shape == super::balance::RowShape::DEFAULT {
         spmv_kernel_name(SpmvKernel::Balanced, scalar, wide)
     } else {
         kernel_name(GpuKernel::BalancedShape(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
@@ -241,7 +251,11 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
             }
             if matches!(
                 kernel,
-                GpuKernel::BalancedHot | GpuKernel::BalancedShape(_) | GpuKernel::Narrow(_) | GpuKernel::SellFar
+                GpuKernel::BalancedHot
+                    | GpuKernel::BalancedShape(_)
+                    | GpuKernel::BalancedSweep
+                    | GpuKernel::Narrow(_)
+                    | GpuKernel::SellFar
             ) {
                 names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
@@ -275,8 +289,10 @@ mod tests {
         // widths) and its gather, the balanced kernel of 512-thread blocks (two widths), the
         // narrow ELL, SELL and 5 vector kernels (two widths), the two conversions each to ELL
         // and SELL, then widen, unflag, count and flag, then the CG kernels of blas.rs
-        // (and the SELL kernel with far columns, two widths, and its conversion)
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12);
+        // (and the SELL kernel with far columns, two widths, and its conversion; the balanced
+        // kernel for chunk-major order, two widths)
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12 + 2 * 2);
+        assert!(unique.contains("spmv_csr_balanced_sweep_f32") && unique.contains("spmv_csr_balanced_sweep_f64_i64"));
         assert!(unique.contains("spmv_sell16f_f32") && unique.contains("spmv_sell16f_f64_i64"));
         assert!(unique.contains("spmv_csr16_vector_tpr2_f32") && unique.contains("spmv_csr16_vector_tpr32_f64_i64"));
         assert!(unique.contains("ell_from_csr_f64") && unique.contains("ell16_from_csr_f32"));

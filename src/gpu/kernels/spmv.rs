@@ -292,7 +292,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let partials = ptr_of(blocks.partials.as_ref());
     match hot {
         None => {
-            let name = balanced_kernel_name(blocks.shape, T::NAME, wide);
+            let name = balanced_kernel_name(blocks.shape, blocks.sweep, T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
             let threads = blocks.shape.threads as u32;
             // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
@@ -309,8 +309,12 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // blocks that write it), each holding "no sum" (0xff bytes) before the launch (so
             // filled, and set back by the block of each row's last chunk, which waits for the
             // others: earlier blocks, dispatched before it; a chunk block finds its row's first
-            // chunk and chunk count from the row offsets, as RowBlocks cut them). y is borrowed
-            // mutably and cannot alias x.
+            // chunk and chunk count from the row offsets, as RowBlocks cut them). In chunk-major
+            // order (blocks.sweep, the sweep kernel) the slots are RowBlocks::scratch_len, a
+            // row's starting at (row_offsets[row] - row_offsets[0]) / chunk + row, apart from
+            // every other row's, a chunk's entries end at its chunk's end (within its row), and
+            // a row's chunks still come in increasing block order. y is borrowed mutably and
+            // cannot alias x.
             unsafe {
                 launch!(function<<<nblocks, threads, 0, stream>>>(
                     offsets, cols, vals, xp, alpha, beta, yp, brow, bentry, partials
@@ -319,7 +323,12 @@ pub(crate) fn csr_balanced<T: Scalar>(
             .map_err(|e| Error::cuda(format!("launching {name}"), e))?;
         }
         Some(h) => {
-            // the hot-column kernel runs row blocks of the default shape only
+            // the hot-column kernel runs row blocks of the default shape, in row order, only
+            if blocks.sweep {
+                return Err(Error::InvalidArgument(
+                    "hot columns with chunks in chunk-major order: the hot-column kernel takes row order".into(),
+                ));
+            }
             if blocks.shape != crate::gpu::balance::RowShape::DEFAULT {
                 return Err(Error::InvalidArgument(format!(
                     "hot columns with row blocks of {} threads: the hot-column kernel takes {}",
