@@ -268,7 +268,10 @@ impl RowBlocks {
     /// // rows 0-1 in one block, row 2 in three chunks, row 3 alone
     /// assert_eq!(b.block_row, vec![0, 2 | LONG_FLAG, 2 | LONG_FLAG, 2 | LONG_FLAG, 3, 4]);
     /// assert_eq!(b.block_entry, vec![0, 3, 3 + CHUNK_ENTRIES as u64, 3 + 2 * CHUNK_ENTRIES as u64, 5003, 5005]);
-    /// assert_eq!(b.long_rows, vec![[2, 1, 3]]);
+    /// // few rows: chunk-major order (the same here: one long row), whose chunk sums start
+    /// // at slot 3 / CHUNK_ENTRIES + 2
+    /// assert!(b.sweep);
+    /// assert_eq!(b.long_rows, vec![[2, 2, 3]]);
     /// ```
     pub fn new(row_offsets: &[u64]) -> RowBlocks {
         Self::with_shape(row_offsets, RowShape::DEFAULT)
