@@ -789,6 +789,80 @@ fn few_rows_run_their_chunks_in_chunk_major_order() {
     }
 }
 
+/// The bits of `y` from the few-row matrix of the test above in both precisions (`beta`
+/// 0.5), as hexadecimal lines: f64 then f32.
+fn few_rows_bits(ctx: &'static Context) -> Vec<String> {
+    let mut lengths = Vec::new();
+    for i in 0..40 {
+        lengths.extend_from_slice(&[3, 5000 + i, 0, 9000 - i, 1500, 2048, 2049]);
+    }
+    let a = lengths_csr(&lengths, 2_000_000, 38);
+    let mut rng = StdRng::seed_from_u64(39);
+    let x = random_vec::<f64>(&mut rng, a.ncols());
+    let y0 = start_y(&mut rng, a.nrows(), 0.5);
+    let d = DeviceCsr::upload(ctx, &a).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+    let chunk_major = std::env::var(spgpu::gpu::balance::CHUNK_MAJOR_ENV).map_or(true, |v| v != "0");
+    assert_eq!(d.plan().explain().contains("chunk-major"), chunk_major, "{}", d.plan().explain());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+    d.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
+    let y = d_y.to_vec().unwrap();
+    check("few rows for the bits, f64", &a, 1.5, &x, 0.5, &y0, &y);
+    let mut lines: Vec<String> = y.iter().map(|v| format!("{:016x}", v.to_bits())).collect();
+    let (a32, x32, y32) = (
+        a.cast::<f32>(),
+        x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        y0.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+    );
+    let d = DeviceCsr::upload(ctx, &a32).unwrap();
+    let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
+    d.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
+    let y = d_y.to_vec().unwrap();
+    check("few rows for the bits, f32", &a32, 1.5, &x32, 0.5, &y32, &y);
+    lines.extend(y.iter().map(|v| format!("{:08x}", v.to_bits())));
+    lines
+}
+
+/// Chunk-major order sums every chunk over the same entries and adds a row's chunks in the
+/// same order as row order, so the two give the same bits. The order is chosen at upload
+/// from [`CHUNK_MAJOR_ENV`](spgpu::gpu::balance::CHUNK_MAJOR_ENV), which one test of a
+/// parallel harness cannot change for itself alone: this test runs itself again in a child
+/// process with the other order (`SPGPU_CHUNK_MAJOR=0`, or unset when this process has it),
+/// which writes its bits to a file (the path in `SPGPU_BITS_FILE`), and compares them with
+/// its own.
+#[test]
+fn chunk_major_and_row_order_give_the_same_bits() {
+    const NAME: &str = "chunk_major_and_row_order_give_the_same_bits";
+    let Some(ctx) = gpu(NAME) else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let env = spgpu::gpu::balance::CHUNK_MAJOR_ENV;
+    if let Ok(path) = std::env::var("SPGPU_BITS_FILE") {
+        // the child: write the bits and stop
+        std::fs::write(&path, few_rows_bits(ctx).join("\n")).unwrap();
+        return;
+    }
+    let mine = few_rows_bits(ctx);
+    let path = std::env::temp_dir().join(format!("spgpu-bits-{}.txt", std::process::id()));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args(["--exact", NAME, "--test-threads=1"]).env("SPGPU_BITS_FILE", &path);
+    let parent_chunk_major = std::env::var(env).map_or(true, |v| v != "0");
+    if parent_chunk_major {
+        child.env(env, "0");
+    } else {
+        child.env_remove(env);
+    }
+    let out = child.output().unwrap();
+    assert!(out.status.success(), "the child failed: {}", String::from_utf8_lossy(&out.stdout));
+    let theirs = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let theirs: Vec<&str> = theirs.lines().collect();
+    assert_eq!(theirs.len(), mine.len(), "the child wrote {} values, not {}", theirs.len(), mine.len());
+    let differ = mine.iter().zip(&theirs).filter(|(p, q)| p != q).count();
+    assert_eq!(differ, 0, "{differ} of {} values differ between the two orders", mine.len());
+}
+
 /// Rule 1's exception: few, long rows over an `x` of 40 MiB or more run a warp per row (its
 /// warps sweep the columns in step), in f64; the same rows in f32 (half the bytes of `x`)
 /// stay balanced. Both match the reference.
