@@ -1,9 +1,11 @@
-//! Compiles every `ptx/<stem>.cu` to `$OUT_DIR/<stem>.ptx`.
+//! Compiles every `ptx/<stem>.cu` to `$OUT_DIR/<stem>.ptx` and `$OUT_DIR/<stem>.sm80.ptx`
+//! (the variant GPUs from Ampere on load; see `ptx/regen.sh`).
 //!
 //! With nvcc (from `$NVCC`, `$CUDA_PATH/bin/nvcc`, or `PATH`) each source is compiled with
-//! `nvcc -ptx -O3 -arch=<arch>`, where `<arch>` is `$SPGPU_PTX_ARCH` or `compute_70`; a
-//! compile error fails the build and shows the command and nvcc's own messages. Without
-//! nvcc, the committed `ptx/<stem>.ptx` (made by `ptx/regen.sh`) is copied instead, with a
+//! `nvcc -ptx -O3 -arch=<arch>`, where `<arch>` is `$SPGPU_PTX_ARCH` or `compute_70` for the
+//! first and `compute_80` for the second; a compile error fails the build and shows the
+//! command and nvcc's own messages. Without nvcc, the committed `ptx/<stem>.ptx` and
+//! `ptx/<stem>.sm80.ptx` (made by `ptx/regen.sh`) are copied instead, with a
 //! `cargo:warning`. The source tree is never written to.
 //!
 //! It also lets the crate link without the CUDA driver: cust's build script asks the
@@ -18,6 +20,9 @@ use std::process::Command;
 
 /// The default virtual architecture: portable to every GPU from Volta on.
 const DEFAULT_ARCH: &str = "compute_70";
+
+/// The virtual architecture of the second variant, `<stem>.sm80.ptx`, for GPUs from Ampere on.
+const AMPERE_ARCH: &str = "compute_80";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -48,18 +53,20 @@ fn main() {
     }
     for cu in &sources {
         let stem = cu.file_stem().and_then(|s| s.to_str()).expect("a .cu file name is UTF-8");
-        let dest = out_dir.join(format!("{stem}.ptx"));
-        match &nvcc {
-            Some(nvcc) => compile(nvcc, &arch, cu, &dest),
-            None => {
-                let committed = ptx_dir.join(format!("{stem}.ptx"));
-                fs::copy(&committed, &dest).unwrap_or_else(|e| {
-                    panic!(
-                        "no nvcc and no committed PTX for {}: {e}; install nvcc, or run ptx/regen.sh \
-                         on a machine that has it and commit ptx/{stem}.ptx",
-                        cu.display()
-                    )
-                });
+        for (arch, file) in [(arch.as_str(), format!("{stem}.ptx")), (AMPERE_ARCH, format!("{stem}.sm80.ptx"))] {
+            let dest = out_dir.join(&file);
+            match &nvcc {
+                Some(nvcc) => compile(nvcc, arch, cu, &dest),
+                None => {
+                    let committed = ptx_dir.join(&file);
+                    fs::copy(&committed, &dest).unwrap_or_else(|e| {
+                        panic!(
+                            "no nvcc and no committed ptx/{file} for {}: {e}; install nvcc, or run \
+                             ptx/regen.sh on a machine that has it and commit ptx/{file}",
+                            cu.display()
+                        )
+                    });
+                }
             }
         }
     }

@@ -104,8 +104,8 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
                 T v[4];
 #pragma unroll
                 for (unsigned k = 0; k < 4; ++k) {
-                    c[k] = csr_col(ldcs(col_indices + j + k * TPR), row);
-                    v[k] = ldcs(values + j + k * TPR);
+                    c[k] = csr_col(ld_stream(col_indices + j + k * TPR), row);
+                    v[k] = ld_stream(values + j + k * TPR);
                 }
 #pragma unroll
                 for (unsigned k = 0; k < 4; ++k) {
@@ -115,8 +115,8 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 #pragma unroll
             for (unsigned k = 0; k < 3; ++k) {
                 if (j + k * TPR < end) {
-                    part[k] += acc_t(ldcs(values + j + k * TPR)) *
-                               acc_t(ldg(x + csr_col(ldcs(col_indices + j + k * TPR), row)));
+                    part[k] += acc_t(ld_stream(values + j + k * TPR)) *
+                               acc_t(ldg(x + csr_col(ld_stream(col_indices + j + k * TPR), row)));
                 }
             }
             sum = (part[0] + part[1]) + (part[2] + part[3]);
@@ -236,15 +236,15 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 }
 
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
-// across the BT threads of the row block, evict-first: read once); zeros past n.
+// across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
 template <typename T, unsigned PER, unsigned BT>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
                                              unsigned n, unsigned tid, unsigned (&c)[PER], T (&v)[PER]) {
 #pragma unroll
     for (unsigned k = 0; k < PER; ++k) {
         const unsigned i = tid + k * BT;
-        c[k] = i < n ? ldcs(cols + i) : 0u;
-        v[k] = i < n ? ldcs(vals + i) : T(0);
+        c[k] = i < n ? ld_stream(cols + i) : 0u;
+        v[k] = i < n ? ld_stream(vals + i) : T(0);
     }
 }
 

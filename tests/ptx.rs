@@ -1,5 +1,5 @@
-//! Host-only checks of the committed PTX (`ptx/*.ptx`): it is not stale, it is portable, and
-//! it holds every kernel the Rust side can name.
+//! Host-only checks of the committed PTX (`ptx/<stem>.ptx` and `ptx/<stem>.sm80.ptx`): it is
+//! not stale, it is portable, and it holds every kernel the Rust side can name.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -55,9 +55,15 @@ fn source_hash(stem: &str) -> String {
     format!("{:x}", h.finalize())
 }
 
-fn committed_ptx(stem: &str) -> String {
-    fs::read_to_string(ptx_dir().join(format!("{stem}.ptx")))
-        .unwrap_or_else(|e| panic!("ptx/{stem}.ptx is missing ({e}): run ptx/regen.sh and commit it"))
+/// The committed PTX files of a source: `<stem>.ptx` (compute_70) and `<stem>.sm80.ptx`
+/// (compute_80), with the highest `sm_NN` target each may have.
+fn variants(stem: &str) -> [(String, u32); 2] {
+    [(format!("{stem}.ptx"), 70), (format!("{stem}.sm80.ptx"), 80)]
+}
+
+fn committed(file: &str) -> String {
+    fs::read_to_string(ptx_dir().join(file))
+        .unwrap_or_else(|e| panic!("ptx/{file} is missing ({e}): run ptx/regen.sh and commit it"))
 }
 
 /// The `.entry` names of a PTX text.
@@ -82,16 +88,18 @@ fn there_is_a_source_for_every_module() {
 #[test]
 fn committed_ptx_hash_is_not_stale() {
     for stem in sources() {
-        let ptx = committed_ptx(&stem);
-        let first = ptx.lines().next().unwrap_or("");
-        let recorded = first
-            .strip_prefix(HASH_PREFIX)
-            .unwrap_or_else(|| panic!("ptx/{stem}.ptx does not start with {HASH_PREFIX:?}: run ptx/regen.sh"));
-        assert_eq!(
-            recorded.trim(),
-            source_hash(&stem),
-            "ptx/{stem}.ptx is stale: its sources changed since it was generated; run ptx/regen.sh and commit it"
-        );
+        for (file, _) in variants(&stem) {
+            let ptx = committed(&file);
+            let first = ptx.lines().next().unwrap_or("");
+            let recorded = first
+                .strip_prefix(HASH_PREFIX)
+                .unwrap_or_else(|| panic!("ptx/{file} does not start with {HASH_PREFIX:?}: run ptx/regen.sh"));
+            assert_eq!(
+                recorded.trim(),
+                source_hash(&stem),
+                "ptx/{file} is stale: its sources changed since it was generated; run ptx/regen.sh and commit it"
+            );
+        }
     }
 }
 
@@ -111,20 +119,30 @@ fn the_hash_covers_the_headers() {
     );
 }
 
+/// `<stem>.ptx` runs on every GPU from Volta on, `<stem>.sm80.ptx` on every GPU from Ampere
+/// on (the devices that load it: `ModuleId::ptx_for`), and both on drivers from 520 on.
 #[test]
 fn committed_ptx_is_portable() {
     for stem in sources() {
-        let ptx = committed_ptx(&stem);
-        let target = ptx.lines().find_map(|l| l.trim().strip_prefix(".target ")).expect(".target line");
-        let sm: u32 = target.trim().trim_start_matches("sm_").parse().expect("sm_NN target");
-        assert!(sm <= 70, "ptx/{stem}.ptx targets sm_{sm}; it must target compute_70 or older");
-        let version = ptx.lines().find_map(|l| l.trim().strip_prefix(".version ")).expect(".version line");
-        let (major, minor) = version.trim().split_once('.').expect("major.minor");
-        let (major, minor): (u32, u32) = (major.parse().unwrap(), minor.parse().unwrap());
-        assert!(
-            (major, minor) <= (7, 8),
-            "ptx/{stem}.ptx is PTX ISA {major}.{minor}; drivers older than CUDA 12 need <= 7.8 (use nvcc 11.8)"
-        );
+        for (file, most) in variants(&stem) {
+            let ptx = committed(&file);
+            let target = ptx.lines().find_map(|l| l.trim().strip_prefix(".target ")).expect(".target line");
+            let sm: u32 = target.trim().trim_start_matches("sm_").parse().expect("sm_NN target");
+            assert!(sm <= most, "ptx/{file} targets sm_{sm}; it must target compute_{most} or older");
+            let version = ptx.lines().find_map(|l| l.trim().strip_prefix(".version ")).expect(".version line");
+            let (major, minor) = version.trim().split_once('.').expect("major.minor");
+            let (major, minor): (u32, u32) = (major.parse().unwrap(), minor.parse().unwrap());
+            assert!(
+                (major, minor) <= (7, 8),
+                "ptx/{file} is PTX ISA {major}.{minor}; drivers older than CUDA 12 need <= 7.8 (use nvcc 11.8)"
+            );
+        }
+    }
+    for m in ModuleId::ALL {
+        assert!(m.ptx_for((7, 0)).contains(".target sm_70"), "{m:?} on Volta");
+        assert!(m.ptx_for((7, 5)).contains(".target sm_70"), "{m:?} on Turing");
+        assert!(m.ptx_for((8, 0)).contains(".target sm_80"), "{m:?} on Ampere");
+        assert!(m.ptx_for((9, 0)).contains(".target sm_80"), "{m:?} on Hopper");
     }
 }
 
@@ -133,10 +151,16 @@ fn every_kernel_name_is_an_entry_of_the_committed_and_the_built_ptx() {
     let names = all_kernel_names();
     assert!(!names.is_empty());
     for (module, name) in names {
-        let committed = entries(&committed_ptx(module.stem()));
-        assert!(committed.contains(&name), "{name} is not an .entry of ptx/{}.ptx", module.stem());
-        let built = entries(module.ptx());
-        assert!(built.contains(&name), "{name} is not an .entry of the PTX built for module {}", module.stem());
+        for (file, _) in variants(module.stem()) {
+            assert!(entries(&committed(&file)).contains(&name), "{name} is not an .entry of ptx/{file}");
+        }
+        for (built, which) in [(module.ptx(), "compute_70"), (module.ptx_sm80(), "compute_80")] {
+            assert!(
+                entries(built).contains(&name),
+                "{name} is not an .entry of the PTX built for module {} ({which})",
+                module.stem()
+            );
+        }
     }
 }
 

@@ -23,6 +23,11 @@ pub const DEVICE_ENV: &str = "SPGPU_DEVICE";
 /// `cuMemAlloc` and a synchronized `cuMemFree` (see [`Context::memory_pools`]).
 pub const MEMORY_POOLS_ENV: &str = "SPGPU_MEMORY_POOLS";
 
+/// The environment variable that, set to `1`, loads the portable PTX (`compute_70`) on every
+/// device, instead of the `compute_80` variant that GPUs from Ampere on load
+/// ([`ModuleId::ptx_for`]): to compare the two.
+pub const PORTABLE_PTX_ENV: &str = "SPGPU_PORTABLE_PTX";
+
 /// What spgpu knows about the device its context runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -219,10 +224,12 @@ impl Context {
         let pools =
             raw_attr(cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, "memory-pool support")?;
         let memory_pools = pools != 0 && env::var(MEMORY_POOLS_ENV).map_or(true, |v| v.trim() != "0");
+        let portable = env::var(PORTABLE_PTX_ENV).is_ok_and(|v| v.trim() == "1");
+        let capability = if portable { (7, 0) } else { info.compute_capability };
         let modules = ModuleId::ALL
             .iter()
             .map(|&id| {
-                Module::from_ptx(id.ptx(), &[])
+                Module::from_ptx(id.ptx_for(capability), &[])
                     .map_err(|e| Error::cuda(format!("loading PTX module {} (ptx/{}.cu)", id.stem(), id.stem()), e))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -96,7 +96,7 @@ pub mod sell;
 pub(crate) mod stream;
 mod vector;
 
-pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV};
+pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV, PORTABLE_PTX_ENV};
 pub use csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
 pub use ell::{DeviceEll, DEVICE_CONVERSION_ENV};
 #[doc(hidden)]

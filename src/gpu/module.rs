@@ -1,9 +1,11 @@
 //! The registry of PTX modules: every `ptx/<stem>.cu` the crate launches kernels from.
 //!
-//! `build.rs` compiles each source to `$OUT_DIR/<stem>.ptx` (or copies the committed PTX);
-//! the text is embedded in the library and every module is loaded once, when the
-//! [`Context`](super::Context) is made, so a bad PTX fails at start and not mid-solve.
-//! Adding a module is one line in the `modules!` list below.
+//! `build.rs` compiles each source to `$OUT_DIR/<stem>.ptx` (for `compute_70`) and
+//! `$OUT_DIR/<stem>.sm80.ptx` (for `compute_80`), or copies the committed PTX; both texts
+//! are embedded in the library, and every module is loaded once, when the
+//! [`Context`](super::Context) is made, from the variant for the device
+//! ([`ModuleId::ptx_for`]), so a bad PTX fails at start and not mid-solve. Adding a module
+//! is one line in the `modules!` list below.
 
 /// Declares [`ModuleId`] with one variant per PTX module, its file stem and its PTX text.
 macro_rules! modules {
@@ -27,10 +29,35 @@ macro_rules! modules {
                 }
             }
 
-            /// The PTX text embedded in the library (compiled by `build.rs`).
+            /// The portable PTX text embedded in the library (compiled by `build.rs` for
+            /// `compute_70`: every GPU from Volta on).
             pub fn ptx(self) -> &'static str {
                 match self {
                     $(ModuleId::$variant => include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".ptx")),)+
+                }
+            }
+
+            /// The PTX text for GPUs from Ampere on (compiled for `compute_80`: it may use
+            /// instructions older GPUs lack).
+            pub fn ptx_sm80(self) -> &'static str {
+                match self {
+                    $(ModuleId::$variant => include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".sm80.ptx")),)+
+                }
+            }
+
+            /// The PTX text a device of compute capability `(major, minor)` loads:
+            /// [`ptx_sm80`](Self::ptx_sm80) from 8.0 on, else [`ptx`](Self::ptx).
+            ///
+            /// ```
+            /// use spgpu::gpu::ModuleId;
+            /// assert!(ModuleId::Spmv.ptx_for((9, 0)).contains(".target sm_80"));
+            /// assert!(ModuleId::Spmv.ptx_for((7, 5)).contains(".target sm_70"));
+            /// ```
+            pub fn ptx_for(self, compute_capability: (u32, u32)) -> &'static str {
+                if compute_capability.0 >= 8 {
+                    self.ptx_sm80()
+                } else {
+                    self.ptx()
                 }
             }
 
