@@ -3,10 +3,13 @@
 //!
 //! With nvcc (from `$NVCC`, `$CUDA_PATH/bin/nvcc`, or `PATH`) each source is compiled with
 //! `nvcc -ptx -O3 -arch=<arch>`, where `<arch>` is `$SPGPU_PTX_ARCH` or `compute_70` for the
-//! first and `compute_80` for the second; a compile error fails the build and shows the
-//! command and nvcc's own messages. Without nvcc, the committed `ptx/<stem>.ptx` and
-//! `ptx/<stem>.sm80.ptx` (made by `ptx/regen.sh`) are copied instead, with a
-//! `cargo:warning`. The source tree is never written to.
+//! first (`$SPGPU_PTX_ARCH` changes only this one) and `compute_80` for the second; a
+//! compile error fails the build and shows the command and nvcc's own messages. An nvcc too
+//! old for `compute_80` (before CUDA 11.0) gets a `cargo:warning`, and the second variant is
+//! then a copy of the first (valid on those GPUs too, without what needs `compute_80`).
+//! Without nvcc, the committed `ptx/<stem>.ptx` and `ptx/<stem>.sm80.ptx` (made by
+//! `ptx/regen.sh`) are copied instead, with a `cargo:warning`. The source tree is never
+//! written to.
 //!
 //! It also lets the crate link without the CUDA driver: cust's build script asks the
 //! linker for `-lcuda`, but spgpu defines every driver function itself and opens the
@@ -51,11 +54,21 @@ fn main() {
     if nvcc.is_none() {
         println!("cargo:warning=nvcc not found (set NVCC or CUDA_PATH to use one): using the committed PTX in ptx/");
     }
+    let ampere = nvcc.as_deref().is_some_and(supports_ampere);
+    if nvcc.is_some() && !ampere {
+        println!(
+            "cargo:warning=nvcc cannot compile for {AMPERE_ARCH}: the PTX for GPUs from Ampere on is the {arch} PTX"
+        );
+    }
     for cu in &sources {
         let stem = cu.file_stem().and_then(|s| s.to_str()).expect("a .cu file name is UTF-8");
         for (arch, file) in [(arch.as_str(), format!("{stem}.ptx")), (AMPERE_ARCH, format!("{stem}.sm80.ptx"))] {
             let dest = out_dir.join(&file);
             match &nvcc {
+                Some(_) if arch == AMPERE_ARCH && !ampere => {
+                    let first = out_dir.join(format!("{stem}.ptx"));
+                    fs::copy(&first, &dest).unwrap_or_else(|e| panic!("cannot copy {}: {e}", first.display()));
+                }
                 Some(nvcc) => compile(nvcc, arch, cu, &dest),
                 None => {
                     let committed = ptx_dir.join(&file);
@@ -85,6 +98,14 @@ fn compile(nvcc: &Path, arch: &str, cu: &Path, dest: &Path) {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Whether nvcc knows the virtual architecture [`AMPERE_ARCH`] (CUDA 11.0 and newer):
+/// `nvcc --list-gpu-arch` names it.
+fn supports_ampere(nvcc: &Path) -> bool {
+    Command::new(nvcc).arg("--list-gpu-arch").output().is_ok_and(|o| {
+        o.status.success() && String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == AMPERE_ARCH)
+    })
 }
 
 /// nvcc from `$NVCC`, `$CUDA_PATH/bin/nvcc`, or the first `nvcc` on `PATH`.

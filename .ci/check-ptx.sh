@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Assembles every committed ptx/*.ptx for Hopper (sm_90) with ptxas and fails on any error,
-# so PTX that the driver would refuse to JIT never gets merged.
+# Assembles every committed ptx/*.ptx for Hopper (sm_90), and each for the oldest GPU that
+# loads it (ptx/<stem>.ptx for sm_70, ptx/<stem>.sm80.ptx for sm_80), with ptxas and fails
+# on any error, so PTX that the driver would refuse to JIT never gets merged.
 #
 #   .ci/check-ptx.sh            # from the crate root or anywhere
 #
@@ -33,11 +34,17 @@ shopt -s nullglob
 files=(ptx/*.ptx)
 [ ${#files[@]} -gt 0 ] || { echo "check-ptx: no ptx/*.ptx to check" >&2; exit 1; }
 for f in "${files[@]}"; do
-  if "$ptxas" -arch="$arch" -o /dev/null "$f"; then
-    echo "check-ptx: $f assembles for $arch"
-  else
-    echo "check-ptx: $f FAILED to assemble for $arch" >&2
-    status=1
-  fi
+  case "$f" in
+    *.sm80.ptx) oldest=sm_80 ;;
+    *) oldest=sm_70 ;;
+  esac
+  for a in "$arch" "$oldest"; do
+    if "$ptxas" -arch="$a" -o /dev/null "$f"; then
+      echo "check-ptx: $f assembles for $a"
+    else
+      echo "check-ptx: $f FAILED to assemble for $a" >&2
+      status=1
+    fi
+  done
 done
 exit $status

@@ -43,12 +43,13 @@ __device__ __forceinline__ T ldcs(const T* __restrict__ p) {
 // fills each 128-byte line from DRAM at once instead of in 64-byte halves (the driver's
 // default granularity on the H100): fewer L2 fills leave more of the L2's throughput to the
 // gathers of x. Not used for SELL and ELL slots, where it did not pay (geo:4000000 f32
-// 2% slower on the H100).
+// 2% slower on the H100); SELL's long-row chunks (chunk_sum) do use it.
 template <typename T>
 __device__ __forceinline__ T ld_stream(const T* __restrict__ p) {
     return __ldcs(p);
 }
-#if __CUDA_ARCH__ >= 800
+// (The hint needs PTX ISA 7.4, from nvcc 11.4 on; an older nvcc makes the variant without it.)
+#if __CUDA_ARCH__ >= 800 && (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 4))
 #define SPGPU_LD_STREAM(TYPE, PTX_TYPE, CONSTRAINT)                                              \
     __device__ __forceinline__ TYPE ld_stream(const TYPE* __restrict__ p) {                      \
         TYPE r;                                                                                  \

@@ -139,10 +139,10 @@ fn committed_ptx_is_portable() {
         }
     }
     for m in ModuleId::ALL {
-        assert!(m.ptx_for((7, 0)).contains(".target sm_70"), "{m:?} on Volta");
-        assert!(m.ptx_for((7, 5)).contains(".target sm_70"), "{m:?} on Turing");
-        assert!(m.ptx_for((8, 0)).contains(".target sm_80"), "{m:?} on Ampere");
-        assert!(m.ptx_for((9, 0)).contains(".target sm_80"), "{m:?} on Hopper");
+        assert_eq!(m.ptx_for((7, 0)), m.ptx(), "{m:?} on Volta");
+        assert_eq!(m.ptx_for((7, 5)), m.ptx(), "{m:?} on Turing");
+        assert_eq!(m.ptx_for((8, 0)), m.ptx_sm80(), "{m:?} on Ampere");
+        assert_eq!(m.ptx_for((9, 0)), m.ptx_sm80(), "{m:?} on Hopper");
     }
 }
 

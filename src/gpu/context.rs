@@ -229,8 +229,14 @@ impl Context {
         let modules = ModuleId::ALL
             .iter()
             .map(|&id| {
+                let stem = id.stem();
+                let which = if capability.0 >= 8 {
+                    format!("ptx/{stem}.sm80.ptx; {PORTABLE_PTX_ENV}=1 loads ptx/{stem}.ptx instead")
+                } else {
+                    format!("ptx/{stem}.ptx")
+                };
                 Module::from_ptx(id.ptx_for(capability), &[])
-                    .map_err(|e| Error::cuda(format!("loading PTX module {} (ptx/{}.cu)", id.stem(), id.stem()), e))
+                    .map_err(|e| Error::cuda(format!("loading PTX module {stem} ({which})"), e))
             })
             .collect::<Result<Vec<_>>>()?;
         prefer_l1(&modules)?;
