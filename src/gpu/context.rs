@@ -71,6 +71,8 @@ pub struct Context {
     stream: Stream,
     info: DeviceInfo,
     memory_pools: bool,
+    /// The virtual architecture of the loaded PTX ([`Context::ptx_arch`]).
+    ptx_arch: &'static str,
     context: CudaContext,
 }
 
@@ -241,7 +243,8 @@ impl Context {
             .collect::<Result<Vec<_>>>()?;
         prefer_l1(&modules)?;
         let staging = super::memory::Staging::new()?.map(std::sync::Mutex::new);
-        Ok(Context { modules, staging, stream, info, memory_pools, context })
+        let ptx_arch = if capability.0 >= 8 { "compute_80" } else { "compute_70" };
+        Ok(Context { modules, staging, stream, info, memory_pools, ptx_arch, context })
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
@@ -276,6 +279,13 @@ impl Context {
     /// ordered with it by the caller (an event, or a synchronization).
     pub fn stream(&self) -> &Stream {
         &self.stream
+    }
+
+    /// The virtual architecture of the PTX the kernels were loaded from: `"compute_80"` on
+    /// GPUs of compute capability 8.0 and up, `"compute_70"` on older ones and where
+    /// [`PORTABLE_PTX_ENV`] is `1` ([`ModuleId::ptx_for`]).
+    pub fn ptx_arch(&self) -> &'static str {
+        self.ptx_arch
     }
 
     /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the

@@ -134,7 +134,13 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         }
         Err(e) => return Err(e.into()),
     };
-    outln!("device: {} ({} SMs, warp {})", ctx.info().name, ctx.info().sm_count, ctx.warp_size())?;
+    outln!(
+        "device: {} ({} SMs, warp {}; kernels from the {} PTX)",
+        ctx.info().name,
+        ctx.info().sm_count,
+        ctx.warp_size(),
+        ctx.ptx_arch()
+    )?;
 
     let d_x = DeviceVector::from_slice(ctx, &x)?;
     let mut failures = Vec::new();

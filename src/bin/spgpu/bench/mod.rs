@@ -806,12 +806,14 @@ pub fn run(args: Args) -> CliResult {
     };
     let kernels = forced_kernels(&args.kernels, ctx.warp_size());
     let names: Vec<String> = kernels.iter().map(ToString::to_string).collect();
+    report.notes.push(format!("spgpu's kernels from the {} PTX", ctx.ptx_arch()));
     println!(
-        "spgpu bench: {} on {} ({}), L2 {:.1} MiB, copy bandwidth {:.0} GB/s, cuSPARSE {}, {} CPU threads, {} \
-         matrices; kernels: auto {}",
+        "spgpu bench: {} on {} ({}; {} PTX), L2 {:.1} MiB, copy bandwidth {:.0} GB/s, cuSPARSE {}, {} CPU threads, \
+         {} matrices; kernels: auto {}",
         report.run.commit,
         report.run.gpu,
         report.run.driver,
+        ctx.ptx_arch(),
         l2 as f64 / f64::from(1u32 << 20),
         report.run.copy_gbps,
         report.run.cusparse,
