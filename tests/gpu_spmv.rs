@@ -258,6 +258,16 @@ fn repeated_calls_give_the_same_result_f32() {
     repeated_calls_give_the_same_result::<f32>("repeated_calls_give_the_same_result_f32");
 }
 
+/// The context loads the `compute_80` PTX on GPUs of compute capability 8.0 and up, the
+/// `compute_70` PTX on older ones and wherever `SPGPU_PORTABLE_PTX=1`.
+#[test]
+fn the_context_loads_the_ptx_for_its_gpu() {
+    let Some(ctx) = gpu("the_context_loads_the_ptx_for_its_gpu") else { return };
+    let portable = std::env::var(spgpu::gpu::PORTABLE_PTX_ENV).is_ok_and(|v| v.trim() == "1");
+    let want = if ctx.info().compute_capability.0 >= 8 && !portable { "compute_80" } else { "compute_70" };
+    assert_eq!(ctx.ptx_arch(), want, "{:?}", ctx.info());
+}
+
 #[test]
 fn dimension_mismatch_launches_nothing() {
     let Some(ctx) = gpu("dimension_mismatch_launches_nothing") else { return };
