@@ -72,7 +72,7 @@ pub struct Context {
     info: DeviceInfo,
     memory_pools: bool,
     /// The virtual architecture of the loaded PTX ([`Context::ptx_arch`]).
-    ptx_arch: &'static str,
+    ptx_arch: String,
     context: CudaContext,
 }
 
@@ -243,7 +243,9 @@ impl Context {
             .collect::<Result<Vec<_>>>()?;
         prefer_l1(&modules)?;
         let staging = super::memory::Staging::new()?.map(std::sync::Mutex::new);
-        let ptx_arch = if capability.0 >= 8 { "compute_80" } else { "compute_70" };
+        // as the PTX says (`.target sm_NN`): build.rs may have made it for another one
+        let target = ModuleId::Spmv.ptx_for(capability).lines().find_map(|l| l.trim().strip_prefix(".target "));
+        let ptx_arch = target.map_or_else(|| "unknown".into(), |t| t.trim().replacen("sm_", "compute_", 1));
         Ok(Context { modules, staging, stream, info, memory_pools, ptx_arch, context })
     }
 
@@ -281,11 +283,13 @@ impl Context {
         &self.stream
     }
 
-    /// The virtual architecture of the PTX the kernels were loaded from: `"compute_80"` on
-    /// GPUs of compute capability 8.0 and up, `"compute_70"` on older ones and where
-    /// [`PORTABLE_PTX_ENV`] is `1` ([`ModuleId::ptx_for`]).
-    pub fn ptx_arch(&self) -> &'static str {
-        self.ptx_arch
+    /// The virtual architecture of the PTX the kernels were loaded from, as its `.target`
+    /// line names it: `"compute_80"` on GPUs of compute capability 8.0 and up, `"compute_70"`
+    /// on older ones and where [`PORTABLE_PTX_ENV`] is `1` ([`ModuleId::ptx_for`]), unless
+    /// `build.rs` made the PTX for another (`SPGPU_PTX_ARCH`, or an nvcc without
+    /// `compute_80`).
+    pub fn ptx_arch(&self) -> &str {
+        &self.ptx_arch
     }
 
     /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the
