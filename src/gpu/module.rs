@@ -33,7 +33,12 @@ macro_rules! modules {
             /// `compute_70`: every GPU from Volta on).
             pub fn ptx(self) -> &'static str {
                 match self {
-                    $(ModuleId::$variant => include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".ptx")),)+
+                    // a static, so that the text is in the binary once however often this
+                    // is inlined (a literal can be copied into each codegen unit)
+                    $(ModuleId::$variant => {
+                        static PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".ptx"));
+                        PTX
+                    })+
                 }
             }
 
@@ -42,7 +47,10 @@ macro_rules! modules {
             /// when its nvcc cannot target `compute_80`).
             pub fn ptx_sm80(self) -> &'static str {
                 match self {
-                    $(ModuleId::$variant => include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".sm80.ptx")),)+
+                    $(ModuleId::$variant => {
+                        static PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".sm80.ptx"));
+                        PTX
+                    })+
                 }
             }
 
