@@ -799,10 +799,11 @@ fn few_rows_run_their_chunks_in_chunk_major_order() {
     }
 }
 
-/// The bits of `y = 1.5 A x + 0.5 y` in both precisions, as hexadecimal lines (f64 then f32),
-/// for 280 rows over 2 million columns: rows of 5000-5039 and 8961-9000 entries (several
-/// chunks), of 2048 and 2049 (one chunk, two), of 1500, 3 and none, after checking that each
-/// precision runs balanced, in chunk-major order unless `SPGPU_CHUNK_MAJOR=0`.
+/// The bits of `y = 1.5 A x + 0.5 y` in both precisions, as hexadecimal lines (f64 then f32,
+/// each value widened to f64, which keeps its bits apart), for 280 rows over 2 million
+/// columns: rows of 5000-5039 and 8961-9000 entries (several chunks), of 2048 and 2049 (one
+/// chunk, two), of 1500, 3 and none, after checking that each precision runs balanced, in
+/// chunk-major order unless `SPGPU_CHUNK_MAJOR=0`.
 fn few_rows_bits(ctx: &'static Context) -> Vec<String> {
     let mut lengths = Vec::new();
     for i in 0..40 {
@@ -812,33 +813,32 @@ fn few_rows_bits(ctx: &'static Context) -> Vec<String> {
     let mut rng = StdRng::seed_from_u64(39);
     let x = random_vec::<f64>(&mut rng, a.ncols());
     let y0 = start_y(&mut rng, a.nrows(), 0.5);
+    let mut lines = balanced_bits::<f64>(ctx, &a, &x, &y0);
+    lines.extend(balanced_bits::<f32>(ctx, &a, &x, &y0));
+    lines
+}
+
+/// [`few_rows_bits`] in one precision: the product, checked against the reference, as the
+/// hexadecimal bits of each value widened to f64.
+fn balanced_bits<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<f64>, x: &[f64], y0: &[f64]) -> Vec<String> {
     let chunk_major = std::env::var(spgpu::gpu::balance::CHUNK_MAJOR_ENV).map_or(true, |v| v != "0");
-    let planned = |plan: &spgpu::gpu::SpmvPlan| {
-        assert_eq!(plan.kernel(), SpmvKernel::Balanced, "{}", plan.explain());
-        assert_eq!(plan.explain().contains("chunk-major"), chunk_major, "{}", plan.explain());
-    };
+    let (a, x, y0) = (a.cast::<T>(), to_scalar::<T>(x), to_scalar::<T>(y0));
+    let (alpha, beta) = (T::from_f64(1.5), T::from_f64(0.5));
     let d = DeviceCsr::upload(ctx, &a).unwrap();
-    planned(d.plan());
+    let plan = d.plan();
+    assert_eq!(plan.kernel(), SpmvKernel::Balanced, "{}", plan.explain());
+    assert_eq!(plan.explain().contains("chunk-major"), chunk_major, "{}", plan.explain());
     let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
     let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
-    d.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
+    d.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
     let y = d_y.to_vec().unwrap();
-    check("few rows for the bits, f64", &a, 1.5, &x, 0.5, &y0, &y);
-    let mut lines: Vec<String> = y.iter().map(|v| format!("{:016x}", v.to_bits())).collect();
-    let (a32, x32, y32) = (
-        a.cast::<f32>(),
-        x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        y0.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-    );
-    let d = DeviceCsr::upload(ctx, &a32).unwrap();
-    planned(d.plan());
-    let d_x = DeviceVector::from_slice(ctx, &x32).unwrap();
-    let mut d_y = DeviceVector::from_slice(ctx, &y32).unwrap();
-    d.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
-    let y = d_y.to_vec().unwrap();
-    check("few rows for the bits, f32", &a32, 1.5, &x32, 0.5, &y32, &y);
-    lines.extend(y.iter().map(|v| format!("{:08x}", v.to_bits())));
-    lines
+    check(&format!("few rows for the bits, {}", T::NAME), &a, alpha, &x, beta, &y0, &y);
+    y.iter().map(|v| format!("{:016x}", v.to_f64().to_bits())).collect()
+}
+
+/// `v` in the scalar type `T`.
+fn to_scalar<T: Scalar>(v: &[f64]) -> Vec<T> {
+    v.iter().map(|&e| T::from_f64(e)).collect()
 }
 
 /// Chunk-major order sums every chunk over the same entries and adds a row's chunks in the
