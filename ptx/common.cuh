@@ -50,6 +50,11 @@ __device__ __forceinline__ T ld_stream(const T* __restrict__ p) {
 }
 // (The hint needs PTX ISA 7.4, from nvcc 11.4 on; an older nvcc makes the variant without it.)
 #if __CUDA_ARCH__ >= 800 && (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 4))
+#define SPGPU_L2_PREFETCH 1
+#else
+#define SPGPU_L2_PREFETCH 0
+#endif
+#if SPGPU_L2_PREFETCH
 #define SPGPU_LD_STREAM(TYPE, PTX_TYPE, CONSTRAINT)                                              \
     __device__ __forceinline__ TYPE ld_stream(const TYPE* __restrict__ p) {                      \
         TYPE r;                                                                                  \
@@ -61,6 +66,31 @@ SPGPU_LD_STREAM(double, "f64", "d")
 SPGPU_LD_STREAM(unsigned, "u32", "r")
 SPGPU_LD_STREAM(unsigned short, "u16", "h")
 #undef SPGPU_LD_STREAM
+#endif
+
+// A gather of x (read again by other entries: through the non-coherent cache, ldg). With
+// PREFETCH, in the PTX for sm_80 and newer, with the same 128-byte L2 prefetch hint as
+// ld_stream (ld.global.nc.L2::128B): the balanced kernels' variants `_px`, which the plan
+// runs when x takes 40% to 65% of the L2 (src/gpu/balance.rs, PREFETCH_X_L2_SHARE). There
+// the matrix streams evict part of x between its reads, and a miss that fills the whole
+// 128-byte line brings back the neighbours that later gathers read. Past that, where less
+// of x stays, the extra 64 bytes are mostly wasted DRAM traffic (up to 25% slower on the
+// H100 with x at 2.6 times the L2).
+template <bool PREFETCH, typename T>
+__device__ __forceinline__ T ld_gather(const T* __restrict__ p) {
+    return __ldg(p);
+}
+#if SPGPU_L2_PREFETCH
+#define SPGPU_LD_GATHER(TYPE, PTX_TYPE, CONSTRAINT)                                              \
+    template <>                                                                                  \
+    __device__ __forceinline__ TYPE ld_gather<true, TYPE>(const TYPE* __restrict__ p) {          \
+        TYPE r;                                                                                  \
+        asm("ld.global.nc.L2::128B." PTX_TYPE " %0, [%1];" : "=" CONSTRAINT(r) : "l"(p));         \
+        return r;                                                                                \
+    }
+SPGPU_LD_GATHER(float, "f32", "f")
+SPGPU_LD_GATHER(double, "f64", "d")
+#undef SPGPU_LD_GATHER
 #endif
 
 // The two ways ELL and SELL slots store their columns (src/gpu/narrow.rs on the Rust side).

@@ -201,19 +201,20 @@ struct GroupSync {
 };
 
 // How x is read: straight from device memory, or, for columns flagged SPGPU_HOT_FLAG (the
-// hot-column kernel), from the block's shared-memory copy of the hot entries of x.
-template <typename T>
+// hot-column kernel), from the block's shared-memory copy of the hot entries of x; with
+// PREFETCH, device memory is read with the L2 prefetch hint (ld_gather).
+template <typename T, bool PREFETCH = false>
 struct PlainX {
     const T* __restrict__ x;
-    __device__ __forceinline__ T operator()(unsigned c) const { return ldg(x + c); }
+    __device__ __forceinline__ T operator()(unsigned c) const { return ld_gather<PREFETCH>(x + c); }
 };
 #define SPGPU_HOT_FLAG 0x80000000u
-template <typename T>
+template <typename T, bool PREFETCH = false>
 struct HotX {
     const T* __restrict__ x;
     const T* hot;  // shared memory
     __device__ __forceinline__ T operator()(unsigned c) const {
-        return (c & SPGPU_HOT_FLAG) ? hot[c & ~SPGPU_HOT_FLAG] : ldg(x + c);
+        return (c & SPGPU_HOT_FLAG) ? hot[c & ~SPGPU_HOT_FLAG] : ld_gather<PREFETCH>(x + c);
     }
 };
 
@@ -498,8 +499,9 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
 }
 
 // The balanced kernel: one block of BT threads per row block of at most ENTRIES entries
-// (chunks of CHUNK).
-template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, bool SWEEP = false>
+// (chunks of CHUNK); x gathered with the L2 prefetch hint when PREFETCH_X.
+template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, bool SWEEP = false,
+          bool PREFETCH_X = false>
 __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
                                              const unsigned* __restrict__ col_indices,
                                              const T* __restrict__ values, const T* __restrict__ x, T alpha,
@@ -508,7 +510,7 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
     __shared__ acc_t prod[ENTRIES];
     __shared__ acc_t warp_sums[BT / 32];
     balanced_block<T, O, BT, ENTRIES, CHUNK, CHUNK / BT, SWEEP>(blockIdx.x, threadIdx.x, prod, warp_sums, BlockSync{},
-                                                          row_offsets, col_indices, values, PlainX<T>{x}, alpha,
+                                                          row_offsets, col_indices, values, PlainX<T, PREFETCH_X>{x}, alpha,
                                                           beta, y, block_row, block_entry, partials);
 }
 
@@ -529,7 +531,7 @@ __device__ __forceinline__ void csr_balanced(const O* __restrict__ row_offsets,
 #define SPGPU_HOT_BLOCKS_PER_SM 2
 // Entries per thread loaded at once in a chunk of a long row (of 8): fewer registers.
 #define SPGPU_HOT_CHUNK_BATCH 4
-template <typename T, typename O>
+template <typename T, typename O, bool PREFETCH_X = false>
 __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const unsigned* __restrict__ col_indices,
                                         const T* __restrict__ values, const T* __restrict__ x, T alpha, T beta,
                                         T* __restrict__ y, const unsigned* __restrict__ block_row,
@@ -555,7 +557,7 @@ __device__ __forceinline__ void csr_hot(const O* __restrict__ row_offsets, const
     unsigned b = blockIdx.x * SPGPU_HOT_GROUPS + g;
     for (unsigned it = 0; b < nblocks; ++it) {
         balanced_block<T, O, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES, SPGPU_BALANCED_CHUNK, SPGPU_HOT_CHUNK_BATCH, false>(
-            b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices, values, HotX<T>{x, hot}, alpha, beta, y,
+            b, tid, prod[g], warp_sums[g], sync, row_offsets, col_indices, values, HotX<T, PREFETCH_X>{x, hot}, alpha, beta, y,
             block_row, block_entry, partials);
         if (tid == 0) {
             next[g][it & 1] = atomicAdd(counter, 1u) + gridDim.x * SPGPU_HOT_GROUPS;
@@ -814,6 +816,30 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
                                                block_row, block_entry, partials);                        \
     }
 
+// The balanced kernel NAME with row blocks of BT threads, ENTRIES entries and chunks of CHUNK,
+// launch bounds BOUNDS, gathering x with the L2 prefetch hint (ld_gather): NAME_px_<T>.
+#define SPGPU_BALANCED_PX_KERNEL(NAME, T, O, SUFFIX, BT, ENTRIES, CHUNK, BOUNDS)                           \
+    extern "C" __global__ void __launch_bounds__ BOUNDS NAME##_px_##T##SUFFIX(                            \
+        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
+        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
+        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
+        acc_t *__restrict__ partials) {                                                                  \
+        csr_balanced<T, O, BT, ENTRIES, CHUNK, false, true>(row_offsets, col_indices, values, x, alpha,  \
+                                                            beta, y, block_row, block_entry, partials); \
+    }
+
+// The hot-column kernel NAME, with PREFETCH_X.
+#define SPGPU_HOT_KERNEL(NAME, T, O, PREFETCH_X)                                                           \
+    extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)  \
+        NAME(const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                \
+             const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,  \
+             const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                  \
+             acc_t *__restrict__ partials, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot, \
+             unsigned *__restrict__ counter) {                                                           \
+        csr_hot<T, O, PREFETCH_X>(row_offsets, col_indices, values, x, alpha, beta, y, block_row,        \
+                                  block_entry, partials, nblocks, hot_x, nhot, counter);                 \
+    }
+
 // The SpMV kernels of one scalar type and one offset type O (name suffix SUFFIX).
 #define SPGPU_SPMV_KERNELS(T, O, SUFFIX)                                                                   \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
@@ -854,16 +880,11 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
             row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry, partials);        \
     }                                                                                                    \
     SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, 512, 2048, 2048, 4)                                          \
-    extern "C" __global__ void __launch_bounds__(SPGPU_HOT_GROUPS * SPGPU_BLOCK, SPGPU_HOT_BLOCKS_PER_SM)          \
-        spmv_csr_hot_##T##SUFFIX(                                                                        \
-        const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
-        const T *__restrict__ values, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,       \
-        const unsigned *__restrict__ block_row, const O *__restrict__ block_entry,                       \
-        acc_t *__restrict__ partials, unsigned nblocks, const T *__restrict__ hot_x, unsigned nhot,       \
-        unsigned *__restrict__ counter) {                                                                \
-        csr_hot<T, O>(row_offsets, col_indices, values, x, alpha, beta, y, block_row, block_entry,       \
-                      partials, nblocks, hot_x, nhot, counter);                                          \
-    }                                                                                                    \
+    SPGPU_BALANCED_PX_KERNEL(spmv_csr_balanced, T, O, SUFFIX, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES,         \
+                             SPGPU_BALANCED_CHUNK, (SPGPU_BLOCK))                                          \
+    SPGPU_BALANCED_PX_KERNEL(spmv_csr_balanced512, T, O, SUFFIX, 512, 2048, 2048, (512, 4))                \
+    SPGPU_HOT_KERNEL(spmv_csr_hot_##T##SUFFIX, T, O, false)                                                \
+    SPGPU_HOT_KERNEL(spmv_csr_hot_px_##T##SUFFIX, T, O, true)                                              \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
         unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
         const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \

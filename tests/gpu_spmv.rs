@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spgpu::gpu::balance::RowShape;
 use spgpu::gpu::hot::{HotChoice, HotColumns};
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::{gen, reference, CsrMatrix, EllMatrix, Error, Scalar};
 
 /// A random `nrows x ncols` CSR matrix: row lengths uniform in `0..=max_len` (capped at
@@ -1211,4 +1211,112 @@ fn short_even_rows_follow_their_columns() {
         (SpmvKernel::Sell, "a band of 31 on 50000 rows (narrow columns off: local)")
     };
     planned_products_match::<f64>(ctx, &mid_band, mid_band_kernel, false, what);
+}
+
+/// The balanced kernels' variants that gather `x` with the L2 prefetch hint
+/// ([`prefetch_x`](spgpu::gpu::balance::prefetch_x)), switched on and off with
+/// `set_prefetch_x` on one upload: the hint changes where the L2 fills lines from, not the
+/// sums, so both give the same bits, for blocks of 256 and 512 threads, the hot-column
+/// kernel and 64-bit positions; within the reference's bound, `beta = 0` with NaN in `y`.
+/// Blocks in chunk-major order (few rows) have no such variant: the switch is refused.
+fn prefetching_gathers<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(7_070);
+    let mut cases: Vec<(String, CsrMatrix<T>)> =
+        matrices().into_iter().map(|(n, a)| (n.to_string(), a.cast())).collect();
+    cases.push(("rmat 2^12, 16 per row".to_string(), gen::rmat::<T>(12, 16, 5).unwrap()));
+    let bits = |v: &[T]| v.iter().map(|g| g.to_f64().to_bits()).collect::<Vec<u64>>();
+    let mut compared = 0;
+    for (name, a) in &cases {
+        for (how, choice, hot, base) in [
+            ("blocks of 256", KernelChoice::Balanced, HotChoice::Off, 0),
+            ("blocks of 512", KernelChoice::BalancedThreads(512), HotChoice::Off, 0),
+            ("hot columns", KernelChoice::Balanced, HotChoice::Force(64), 0),
+            ("64-bit positions", KernelChoice::Balanced, HotChoice::Off, (1u64 << 32) + 77),
+        ] {
+            let what = format!("{name}, {how}");
+            let mut d = DeviceCsr::upload_with_hot(ctx, a, choice, hot, base).unwrap();
+            if d.plan().explain().contains("chunk-major") {
+                assert!(d.set_prefetch_x(true).is_err(), "{what}: chunk-major blocks have no prefetching variant");
+                continue;
+            }
+            for (alpha, beta) in [(1.0, 0.0), (-2.5, 1.0)] {
+                let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+                let x = random_vec::<T>(&mut rng, a.ncols());
+                let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
+                let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+                let mut got = Vec::new();
+                for on in [false, true] {
+                    d.set_prefetch_x(on).unwrap();
+                    assert_eq!(d.plan().prefetch_x(), on, "{what}");
+                    assert_eq!(d.plan().explain().contains("128-byte L2 prefetch"), on, "{}", d.plan().explain());
+                    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+                    d.spmv(alpha, &d_x, beta, &mut d_y).unwrap();
+                    let y = d_y.to_vec().unwrap();
+                    check(&format!("{what}, prefetch {on}, alpha {alpha}, beta {beta}"), a, alpha, &x, beta, &y0, &y);
+                    got.push(bits(&y));
+                }
+                assert_eq!(got[0], got[1], "{what}, alpha {alpha}, beta {beta}: the prefetching kernel differs");
+                compared += 1;
+            }
+        }
+    }
+    // the R-MAT graph and the larger matrices run in row order in every form
+    assert!(compared >= 8, "only {compared} comparisons ran");
+}
+
+#[test]
+fn prefetching_gathers_give_the_same_bits_f64() {
+    prefetching_gathers::<f64>("prefetching_gathers_give_the_same_bits_f64");
+}
+
+#[test]
+fn prefetching_gathers_give_the_same_bits_f32() {
+    prefetching_gathers::<f32>("prefetching_gathers_give_the_same_bits_f32");
+}
+
+/// The upload's rule for the prefetching gathers: skewed rows over as many columns as make
+/// an f64 `x` take 55% of the device's L2 run the prefetching variant (the share lies in
+/// `PREFETCH_X_L2_SHARE`), and the f32 `x` of the same matrix, at 27.5%, does not, on GPUs
+/// whose PTX has the hint (compute capability 8.0 and up); the plan says so, and both
+/// products match the reference.
+#[test]
+fn prefetching_gathers_follow_the_share_of_the_l2() {
+    let Some(ctx) = gpu("prefetching_gathers_follow_the_share_of_the_l2") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let l2 = ctx.info().l2_cache_bytes;
+    assert!(l2 >= 1 << 20, "an L2 of {l2} bytes");
+    let ncols = (0.55 * l2 as f64 / 8.0) as usize;
+    // 20000 rows: 3 entries, and every 50th row 2000 (skewed: the balanced kernel)
+    let lengths: Vec<usize> = (0..20_000).map(|r| if r % 50 == 0 { 2000 } else { 3 }).collect();
+    let a = lengths_csr(&lengths, ncols, 41);
+    let forced = std::env::var(spgpu::gpu::balance::PREFETCH_X_ENV).is_ok();
+    let mut rng = StdRng::seed_from_u64(42);
+    for (scalar, share) in [("f64", 0.55), ("f32", 0.275)] {
+        let x = random_vec::<f64>(&mut rng, a.ncols());
+        let y0 = start_y(&mut rng, a.nrows(), 0.0);
+        let plan = if scalar == "f64" {
+            upload_and_check::<f64>(ctx, &a, &x, &y0)
+        } else {
+            upload_and_check::<f32>(ctx, &a, &x, &y0)
+        };
+        assert_eq!(plan.kernel(), SpmvKernel::Balanced, "{}", plan.explain());
+        if !forced {
+            let want = ctx.l2_prefetch() && share == 0.55;
+            assert_eq!(plan.prefetch_x(), want, "{scalar}, x at {share} of the L2: {}", plan.explain());
+            let says = format!("x takes {:.0}% of the", 100.0 * share);
+            assert_eq!(plan.explain().contains(&says), want, "{scalar}: {says}? {}", plan.explain());
+        }
+    }
+}
+
+/// Uploads `a` in the scalar type `T` with the auto plan, checks `y = A x` (NaN in `y0`, beta
+/// 0) against the reference, and returns the plan.
+fn upload_and_check<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<f64>, x: &[f64], y0: &[f64]) -> SpmvPlan {
+    let (a, x, y0) = (a.cast::<T>(), to_scalar::<T>(x), to_scalar::<T>(y0));
+    let d = DeviceCsr::upload(ctx, &a).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+    d.spmv(T::ONE, &DeviceVector::from_slice(ctx, &x).unwrap(), T::ZERO, &mut d_y).unwrap();
+    check(&format!("skewed rows, {}", T::NAME), &a, T::ONE, &x, T::ZERO, &y0, &d_y.to_vec().unwrap());
+    d.plan().clone()
 }

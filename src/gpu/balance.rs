@@ -211,6 +211,69 @@ pub fn choose_shape(row_offsets: &[u64], col_indices: &[u32], forced: Option<Row
     (shape, why)
 }
 
+/// The shares of the L2 cache between which `x` makes the auto plan run the balanced kernels'
+/// variants that gather `x` with a 128-byte L2 prefetch hint ([`prefetch_x`]).
+///
+/// Between them the matrix streams evict part of `x` between its reads, and a miss that fills
+/// the whole 128-byte line brings back neighbours that later gathers read; below, `x` stays in
+/// the L2 and the hint changes nothing; above, too little of `x` stays for the neighbours to be
+/// read before they are evicted, and the extra DRAM traffic costs. Measured on the H100
+/// (2026-11-26, `spgpu bench --kernels auto`, time with the hint on every balanced kernel over
+/// time without; power-law, web-like, R-MAT and uniform matrices, f64 and f32):
+///
+/// - first set (24 pairs, `x` at 15% to 256% of the L2): 0.946x-0.997x from 46% to 64%,
+///   0.993x-1.003x below 40%, 0.998x-1.25x from 92% up. First bounds: 40% and 80%.
+/// - second set (other sizes and seeds, 24 pairs): 0.952x-0.994x from 42% to 64%, but at
+///   76% the power-law matrices lost (1.035x f64, 1.063x f32) while the web-like one gained
+///   (0.981x). Upper bound moved to 70%.
+/// - third set (18 pairs, the rule in the crate against [`PREFETCH_X_ENV`]` = 0`):
+///   0.980x-0.996x from 41% to 64%, but at 67% the power-law matrices lost again (1.010x f64,
+///   1.015x f32; the web-like one gained, 0.982x). Upper bound moved to 65%, where the
+///   power-law matrices (uniformly random columns) cross over; matrices whose columns lie
+///   near each other (web-like) would gain past it, which the rule gives up.
+pub const PREFETCH_X_L2_SHARE: (f64, f64) = (0.4, 0.65);
+
+/// Set to `0` or `1` to run the balanced kernels without or with the prefetching gathers of
+/// `x` whatever its share of the L2 ([`prefetch_x`]), to compare.
+pub const PREFETCH_X_ENV: &str = "SPGPU_PREFETCH_X";
+
+/// Whether the balanced kernel (blocks in row order, with or without hot columns) gathers
+/// `x` with the 128-byte L2 prefetch hint: `Some(why)` when it does, for
+/// [`SpmvPlan::explain`](super::SpmvPlan::explain). `x_bytes` is the size of `x`, `l2_bytes`
+/// the device's L2 (0 when unknown: no prefetch), and `hint_in_ptx` whether the loaded PTX
+/// can express the hint (compute_80 and up; the compute_70 PTX has no such load). The rule
+/// is [`PREFETCH_X_L2_SHARE`], overridden by [`PREFETCH_X_ENV`].
+///
+/// ```
+/// use spgpu::gpu::balance::prefetch_x;
+/// let l2 = 50 << 20;
+/// // a power-law graph of 4 million vertices: f64 x takes 61% of a 50 MiB L2, f32 x 31%
+/// # if std::env::var("SPGPU_PREFETCH_X").is_err() {
+/// assert!(prefetch_x(4_000_000 * 8, l2, true).is_some());
+/// assert!(prefetch_x(4_000_000 * 4, l2, true).is_none());
+/// assert!(prefetch_x(4_000_000 * 8, l2, false).is_none());
+/// # }
+/// ```
+pub fn prefetch_x(x_bytes: usize, l2_bytes: usize, hint_in_ptx: bool) -> Option<String> {
+    if !hint_in_ptx || l2_bytes == 0 {
+        return None;
+    }
+    let share = x_bytes as f64 / l2_bytes as f64;
+    let what = format!(
+        "gathered with a 128-byte L2 prefetch: x takes {:.0}% of the {} L2",
+        100.0 * share,
+        crate::error::human_bytes(l2_bytes as u64)
+    );
+    match std::env::var(PREFETCH_X_ENV).ok().as_deref().map(str::trim) {
+        Some("0") => None,
+        Some("1") => Some(format!("{what} ({PREFETCH_X_ENV}=1)")),
+        _ => {
+            let (lo, hi) = PREFETCH_X_L2_SHARE;
+            (lo..=hi).contains(&share).then(|| format!("{what} (the rule: {:.0}% to {:.0}%)", 100.0 * lo, 100.0 * hi))
+        }
+    }
+}
+
 /// Marks the row of a chunk block (a piece of a long row) in `block_row`.
 pub const LONG_FLAG: u32 = 1 << 31;
 

@@ -50,6 +50,9 @@ pub struct DeviceInfo {
     pub shared_memory_per_multiprocessor: u32,
     /// Total device memory in bytes.
     pub total_memory: usize,
+    /// The L2 cache in bytes (50 MiB on the H100 and H200): bounds the `x` that the balanced
+    /// kernel gathers with an L2 prefetch ([`balance::prefetch_x`](super::balance::prefetch_x)).
+    pub l2_cache_bytes: usize,
 }
 
 /// The CUDA context of spgpu: the device's primary context, one non-blocking stream, and
@@ -117,12 +120,15 @@ const BALANCED_SHARED_CARVEOUT: i32 = 30;
 fn prefer_l1(modules: &[Module]) -> Result<()> {
     let spmv = &modules[ModuleId::Spmv.index()];
     for scalar in ["f32", "f64"] {
+        // (shape, chunk-major, prefetching gathers): every balanced kernel
         let shapes = super::balance::RowShape::ALL
-            .map(|s| (s, false))
             .into_iter()
-            .chain([(super::balance::RowShape::DEFAULT, true)]);
-        for (wide, (shape, sweep)) in [false, true].into_iter().flat_map(|w| shapes.clone().map(move |s| (w, s))) {
-            let name = super::kernels::balanced_kernel_name(shape, sweep, scalar, wide);
+            .flat_map(|s| [(s, false, false), (s, false, true)])
+            .chain([(super::balance::RowShape::DEFAULT, true, false)]);
+        for (wide, (shape, sweep, prefetch)) in
+            [false, true].into_iter().flat_map(|w| shapes.clone().map(move |s| (w, s)))
+        {
+            let name = super::kernels::balanced_kernel_name(shape, sweep, prefetch, scalar, wide);
             let function = spmv.get_function(&name).map_err(|e| Error::cuda(format!("looking up kernel {name}"), e))?;
             // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
             // module; the carveout is a preference in 0..=100.
@@ -217,6 +223,7 @@ impl Context {
                 "shared memory per multiprocessor",
             )?,
             total_memory: device.total_memory().map_err(|e| Error::cuda("reading the device memory size", e))?,
+            l2_cache_bytes: attr(DeviceAttribute::L2CacheSize, "L2 cache size")? as usize,
         };
         // Non-blocking: it never waits for (or joins) the legacy default stream, which spgpu
         // does not use (every copy is asynchronous on this stream) but other code may.
@@ -290,6 +297,12 @@ impl Context {
     /// `compute_80`).
     pub fn ptx_arch(&self) -> &str {
         &self.ptx_arch
+    }
+
+    /// Whether the loaded PTX has the 128-byte L2 prefetch hint on its loads (a
+    /// [`ptx_arch`](Context::ptx_arch) of `compute_80` or newer).
+    pub fn l2_prefetch(&self) -> bool {
+        self.ptx_arch.strip_prefix("compute_").and_then(|v| v.parse::<u32>().ok()).is_some_and(|v| v >= 80)
     }
 
     /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the

@@ -322,13 +322,17 @@ pub(crate) struct Balanced {
     pub(crate) shape: RowShape,
     /// Whether the chunks come in chunk-major order ([`RowBlocks::sweep`]).
     pub(crate) sweep: bool,
+    /// Why the kernel gathers `x` with the L2 prefetch hint, when it does
+    /// ([`super::balance::prefetch_x`]; blocks in row order only).
+    pub(crate) prefetch_x: Option<String>,
     bytes: usize,
 }
 
 impl Balanced {
     /// Uploads the blocks; their entry positions are 64-bit when `wide` (as the matrix's row
-    /// offsets), shifted by `base` (tests only).
-    fn upload(ctx: &'static Context, blocks: &RowBlocks, wide: bool, base: u64) -> Result<Balanced> {
+    /// offsets), shifted by `base` (tests only). `x_bytes`, the size of `x`, decides whether
+    /// the kernel gathers it with the L2 prefetch hint ([`super::balance::prefetch_x`]).
+    fn upload(ctx: &'static Context, blocks: &RowBlocks, wide: bool, base: u64, x_bytes: usize) -> Result<Balanced> {
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
         // each chunk block b but a row's last writes partials[b]; the last one waits for
@@ -344,6 +348,11 @@ impl Balanced {
             partials,
             shape: blocks.shape,
             sweep: blocks.sweep,
+            prefetch_x: if blocks.sweep {
+                None
+            } else {
+                super::balance::prefetch_x(x_bytes, ctx.info().l2_cache_bytes, ctx.l2_prefetch())
+            },
             bytes: blocks.device_bytes(wide),
         })
     }
@@ -595,7 +604,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 row_offsets: Positions::upload(ctx, a.row_offsets(), wide, base, "CSR row offsets")?,
                 col_indices,
                 values: upload(a.values(), "CSR values")?,
-                balanced: blocks.as_ref().map(|b| Balanced::upload(ctx, b, wide, base).map(Box::new)).transpose()?,
+                balanced: blocks
+                    .as_ref()
+                    .map(|b| Balanced::upload(ctx, b, wide, base, a.ncols() * T::BYTES).map(Box::new))
+                    .transpose()?,
                 hot,
             }
         };
@@ -617,8 +629,14 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(d)
     }
 
-    /// Tells the plan about the hot columns, if the matrix has them.
+    /// Tells the plan about the hot columns, if the matrix has them, and about the gathers of
+    /// `x` with the L2 prefetch hint, if the balanced kernel makes them.
     fn note_hot(&mut self) {
+        if let Storage::Csr { balanced: Some(b), .. } = &self.storage {
+            if let Some(why) = &b.prefetch_x {
+                self.plan.set_prefetch_x(why.clone());
+            }
+        }
         if let Storage::Csr { hot: Some(h), .. } = &self.storage {
             let share = h.entries as f64 / self.nnz.max(1) as f64;
             self.plan.set_hot(format!(
@@ -724,7 +742,13 @@ impl<T: Scalar> DeviceCsr<T> {
                     let base = self.entry_base;
                     let offsets = row_offsets.download(self.nrows + 1, base, "CSR row offsets")?;
                     let blocks = RowBlocks::with_shape(&offsets, forced.unwrap_or(RowShape::DEFAULT));
-                    Some(Box::new(Balanced::upload(self.ctx, &blocks, row_offsets.is_wide(), base)?))
+                    Some(Box::new(Balanced::upload(
+                        self.ctx,
+                        &blocks,
+                        row_offsets.is_wide(),
+                        base,
+                        self.ncols * T::BYTES,
+                    )?))
                 } else {
                     None
                 };
@@ -757,6 +781,29 @@ impl<T: Scalar> DeviceCsr<T> {
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
         self.note_hot();
         Ok(())
+    }
+
+    /// For tests of the prefetching gathers ([`super::balance::prefetch_x`]): makes the
+    /// balanced kernel gather `x` with the L2 prefetch hint (`on`) or without, whatever the
+    /// rule chose. (On a GPU whose PTX has no hint the prefetching kernels run plain loads.)
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the matrix does not run the balanced kernel in row
+    /// order (its chunk-major blocks have no prefetching variant).
+    #[doc(hidden)]
+    pub fn set_prefetch_x(&mut self, on: bool) -> Result<()> {
+        match (&mut self.storage, self.plan.kernel()) {
+            (Storage::Csr { balanced: Some(b), .. }, SpmvKernel::Balanced) if !b.sweep => {
+                b.prefetch_x = on.then(|| "gathered with a 128-byte L2 prefetch (set_prefetch_x)".to_string());
+                self.plan.clear_prefetch_x();
+                self.note_hot();
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument(
+                "set_prefetch_x: the matrix does not run the balanced kernel with row blocks in row order".into(),
+            )),
+        }
     }
 
     /// Replaces CSR storage with 16-bit column offsets by plain CSR (the columns decoded on

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use cust::function::{BlockSize, FunctionAttribute};
 
-use super::kernels::{kernel_name, GpuKernel};
+use super::kernels::hot_kernel_name;
 use super::memory::DeviceMemory;
 use super::{Context, ModuleId, SpmvPlan};
 use crate::error::DriverError;
@@ -279,7 +279,7 @@ pub(crate) fn plan_hot<T: Scalar>(
     if choice == HotChoice::Off || (auto && (off || nnz <= SpmvPlan::SMALL_NNZ || sparse)) || nnz == 0 {
         return Ok(None);
     }
-    let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
+    let name = hot_kernel_name(false, T::NAME, wide);
     ctx.make_current()?;
     let function = ctx.function(ModuleId::Spmv, &name)?;
     let fixed = function
@@ -299,17 +299,22 @@ pub(crate) fn plan_hot<T: Scalar>(
     if capacity == 0 {
         return Ok(None);
     }
-    // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
-    // module: allows launches with up to `per_block` bytes of dynamic shared memory.
-    let rc = unsafe {
-        cust::sys::cuFuncSetAttribute(
-            function.to_raw(),
-            cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            per_block as i32,
-        )
-    };
-    DriverError::check(rc)
-        .map_err(|e| Error::cuda(format!("allowing {per_block} bytes of shared memory to {name}"), e))?;
+    // the kernel and its variant with prefetching gathers (the same shared memory), either
+    // of which the upload may run
+    for variant in [name.clone(), hot_kernel_name(true, T::NAME, wide)] {
+        let function = ctx.function(ModuleId::Spmv, &variant)?;
+        // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
+        // module: allows launches with up to `per_block` bytes of dynamic shared memory.
+        let rc = unsafe {
+            cust::sys::cuFuncSetAttribute(
+                function.to_raw(),
+                cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                per_block as i32,
+            )
+        };
+        DriverError::check(rc)
+            .map_err(|e| Error::cuda(format!("allowing {per_block} bytes of shared memory to {variant}"), e))?;
+    }
     let mut plan = HotPlan { name, capacity, min_entries: 0, auto };
     if auto {
         plan.min_entries = HotColumns::min_entries_for(plan.resident(ctx, per_block)?, T::BYTES);

@@ -320,6 +320,11 @@ impl fmt::Display for KernelChoice {
 ///    350.9 -> 341.5 µs). Fitted on `web:4000000` (43% near the diagonal) and the power-law
 ///    matrices of `large` (0.1%), checked on `web:3000000:11` (`validate`) and
 ///    `web:2000000:5` (`check`), 2026-11-26.
+///    Whatever the blocks, when `x` takes 40% to 65% of the device's L2 the kernel gathers
+///    it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
+///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
+///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 17 pairs of two other sets 0.945x-0.993x
+///    there, and no change outside the window. No extra memory.
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
@@ -364,6 +369,9 @@ pub struct SpmvPlan {
     memory: Option<(usize, usize)>,
     /// What the upload found about hot columns ([`super::hot`]), when it uses them.
     hot: Option<String>,
+    /// Why the balanced kernel gathers `x` with the L2 prefetch hint, when it does
+    /// ([`super::balance::prefetch_x`]).
+    prefetch_x: Option<String>,
     /// Whether the ELL or SELL slots, or the vector kernel's CSR columns, store 16-bit column
     /// offsets ([`super::narrow`]).
     narrow: bool,
@@ -591,6 +599,7 @@ impl SpmvPlan {
             reason,
             memory: None,
             hot: None,
+            prefetch_x: None,
             narrow: false,
             far: 0,
             blocks: None,
@@ -993,6 +1002,23 @@ impl SpmvPlan {
         self.narrow
     }
 
+    /// Records that the balanced kernel gathers `x` with the L2 prefetch hint, and why, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_prefetch_x(&mut self, why: String) {
+        self.prefetch_x = Some(why);
+    }
+
+    /// Forgets [`set_prefetch_x`](SpmvPlan::set_prefetch_x).
+    pub(crate) fn clear_prefetch_x(&mut self) {
+        self.prefetch_x = None;
+    }
+
+    /// Whether the uploaded matrix's balanced kernel gathers `x` with a 128-byte L2 prefetch
+    /// hint ([`balance::prefetch_x`](super::balance::prefetch_x)).
+    pub fn prefetch_x(&self) -> bool {
+        self.prefetch_x.is_some()
+    }
+
     /// Whether the uploaded matrix runs the balanced kernel with hot columns
     /// ([`super::hot`]).
     pub fn hot_columns(&self) -> bool {
@@ -1014,6 +1040,7 @@ impl SpmvPlan {
             reason: "the matrix is stored as ELLPACK".to_string(),
             memory: None,
             hot: None,
+            prefetch_x: None,
             narrow: false,
             far: 0,
             blocks: None,
@@ -1200,6 +1227,9 @@ impl SpmvPlan {
         }
         if let Some(hot) = &self.hot {
             s += &format!("\n  x: {hot}");
+        }
+        if let Some(why) = &self.prefetch_x {
+            s += &format!("\n  x: {why}");
         }
         if let Some((_, blocks)) = &self.blocks {
             s += &format!("\n  row blocks: {blocks}");

@@ -44,6 +44,16 @@ pub enum GpuKernel {
     /// ([`RowBlocks::sweep`](super::balance::RowBlocks::sweep); `spmv_csr_balanced_sweep_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedSweep,
+    /// The balanced kernel with row blocks of this many threads (a shape of
+    /// [`RowShape::ALL`](super::balance::RowShape::ALL)), gathering `x` with a 128-byte L2
+    /// prefetch hint ([`balance::prefetch_x`](super::balance::prefetch_x);
+    /// `spmv_csr_balanced_px_<T>` for the default shape, `spmv_csr_balanced<threads>_px_<T>`
+    /// for the others, each with a 64-bit variant; module [`ModuleId::Spmv`]).
+    BalancedPrefetch(u32),
+    /// The hot-column kernel ([`GpuKernel::BalancedHot`]) gathering the other columns' `x`
+    /// with the L2 prefetch hint (`spmv_csr_hot_px_<T>`, with a 64-bit variant; module
+    /// [`ModuleId::Spmv`]).
+    BalancedHotPrefetch,
     /// ELLPACK slots from CSR arrays on the device, the upload's conversion
     /// (`ell_from_csr_<T>`, or `ell16_from_csr_<T>` for narrow slots when `narrow`; module
     /// [`ModuleId::Spmv`]).
@@ -86,6 +96,8 @@ impl GpuKernel {
             | GpuKernel::BalancedHot
             | GpuKernel::BalancedShape(_)
             | GpuKernel::BalancedSweep
+            | GpuKernel::BalancedPrefetch(_)
+            | GpuKernel::BalancedHotPrefetch
             | GpuKernel::EllFromCsr { .. }
             | GpuKernel::SellFromCsr { .. }
             | GpuKernel::SellFarFromCsr
@@ -111,6 +123,7 @@ impl GpuKernel {
             GpuKernel::WidenIndices,
             GpuKernel::BalancedHot,
             GpuKernel::BalancedSweep,
+            GpuKernel::BalancedHotPrefetch,
             GpuKernel::Gather,
             GpuKernel::UnflagHot,
             GpuKernel::CountColumns,
@@ -127,6 +140,7 @@ impl GpuKernel {
                 .filter(|&&s| s != super::balance::RowShape::DEFAULT)
                 .map(|s| GpuKernel::BalancedShape(s.threads as u32)),
         );
+        all.extend(super::balance::RowShape::ALL.iter().map(|s| GpuKernel::BalancedPrefetch(s.threads as u32)));
         for threads_per_row in super::plan::VECTOR_THREADS_PER_ROW {
             all.push(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }));
             all.push(GpuKernel::Narrow(SpmvKernel::Vector { threads_per_row }));
@@ -178,6 +192,11 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
         GpuKernel::BalancedSweep => format!("spmv_csr_balanced_sweep_{scalar}"),
+        GpuKernel::BalancedPrefetch(threads) if threads as usize == super::balance::BLOCK_THREADS => {
+            format!("spmv_csr_balanced_px_{scalar}")
+        }
+        GpuKernel::BalancedPrefetch(threads) => format!("spmv_csr_balanced{threads}_px_{scalar}"),
+        GpuKernel::BalancedHotPrefetch => format!("spmv_csr_hot_px_{scalar}"),
         GpuKernel::EllFromCsr { narrow: false } => format!("ell_from_csr_{scalar}"),
         GpuKernel::EllFromCsr { narrow: true } => format!("ell16_from_csr_{scalar}"),
         GpuKernel::SellFromCsr { narrow: false } => format!("sell_from_csr_{scalar}"),
@@ -214,15 +233,31 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
 /// The name of the balanced kernel for row blocks of this shape: [`spmv_kernel_name`] of
 /// [`SpmvKernel::Balanced`] for the default shape, [`GpuKernel::BalancedShape`] otherwise,
 /// [`GpuKernel::BalancedSweep`] for blocks in chunk-major order (`sweep`; `_i64` when
-/// `wide`).
-pub(crate) fn balanced_kernel_name(shape: super::balance::RowShape, sweep: bool, scalar: &str, wide: bool) -> String {
+/// `wide`), or [`GpuKernel::BalancedPrefetch`] of the shape when `prefetch` (blocks in row
+/// order only: chunk-major blocks have no such variant).
+pub(crate) fn balanced_kernel_name(
+    shape: super::balance::RowShape,
+    sweep: bool,
+    prefetch: bool,
+    scalar: &str,
+    wide: bool,
+) -> String {
     if sweep {
         kernel_name(GpuKernel::BalancedSweep, scalar) + if wide { "_i64" } else { "" }
+    } else if prefetch {
+        kernel_name(GpuKernel::BalancedPrefetch(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
     } else if shape == super::balance::RowShape::DEFAULT {
         spmv_kernel_name(SpmvKernel::Balanced, scalar, wide)
     } else {
         kernel_name(GpuKernel::BalancedShape(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
     }
+}
+
+/// The name of the hot-column kernel ([`GpuKernel::BalancedHot`], or
+/// [`GpuKernel::BalancedHotPrefetch`] when `prefetch`; `_i64` when `wide`).
+pub(crate) fn hot_kernel_name(prefetch: bool, scalar: &str, wide: bool) -> String {
+    let kernel = if prefetch { GpuKernel::BalancedHotPrefetch } else { GpuKernel::BalancedHot };
+    kernel_name(kernel, scalar) + if wide { "_i64" } else { "" }
 }
 
 /// [`spmv_kernel_name`] of the ELL, SELL or vector kernel, or of its variant reading 16-bit
@@ -254,6 +289,8 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
                 GpuKernel::BalancedHot
                     | GpuKernel::BalancedShape(_)
                     | GpuKernel::BalancedSweep
+                    | GpuKernel::BalancedPrefetch(_)
+                    | GpuKernel::BalancedHotPrefetch
                     | GpuKernel::Narrow(_)
                     | GpuKernel::SellFar
             ) {
@@ -290,8 +327,11 @@ mod tests {
         // narrow ELL, SELL and 5 vector kernels (two widths), the two conversions each to ELL
         // and SELL, then widen, unflag, count and flag, then the CG kernels of blas.rs
         // (and the SELL kernel with far columns, two widths, and its conversion; the balanced
-        // kernel for chunk-major order, two widths)
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12 + 2 * 2);
+        // kernel for chunk-major order, two widths; the prefetching variants of the two
+        // balanced shapes and of the hot-column kernel, two widths)
+        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12 + 2 * 2 + 2 * 2 * 3);
+        assert!(unique.contains("spmv_csr_balanced_px_f32") && unique.contains("spmv_csr_balanced512_px_f64_i64"));
+        assert!(unique.contains("spmv_csr_hot_px_f64") && unique.contains("spmv_csr_hot_px_f32_i64"));
         assert!(unique.contains("spmv_csr_balanced_sweep_f32") && unique.contains("spmv_csr_balanced_sweep_f64_i64"));
         assert!(unique.contains("spmv_sell16f_f32") && unique.contains("spmv_sell16f_f64_i64"));
         assert!(unique.contains("spmv_csr16_vector_tpr2_f32") && unique.contains("spmv_csr16_vector_tpr32_f64_i64"));

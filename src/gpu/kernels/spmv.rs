@@ -2,7 +2,10 @@
 
 use cust::launch;
 
-use super::{balanced_kernel_name, blocks, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel, BLOCK};
+use super::{
+    balanced_kernel_name, blocks, hot_kernel_name, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel,
+    BLOCK,
+};
 use crate::gpu::csr::{Balanced, DeviceSell};
 use crate::gpu::hot::{DeviceHot, HOT_THREADS};
 use crate::gpu::memory::DeviceMemory;
@@ -292,10 +295,10 @@ pub(crate) fn csr_balanced<T: Scalar>(
     let partials = ptr_of(blocks.partials.as_ref());
     match hot {
         None => {
-            let name = balanced_kernel_name(blocks.shape, blocks.sweep, T::NAME, wide);
+            let name = balanced_kernel_name(blocks.shape, blocks.sweep, blocks.prefetch_x.is_some(), T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
             let threads = blocks.shape.threads as u32;
-            // SAFETY: spmv_csr_balanced_<T>[_i64](const O* row_offsets, const unsigned*
+            // SAFETY: spmv_csr_balanced[N][_px | _sweep]_<T>[_i64](const O* row_offsets, const unsigned*
             // col_indices, const T* values, const T* x, T alpha, T beta, T* y, const unsigned*
             // block_row, const O* block_entry, double* partials), O 64-bit exactly for _i64
             // (wide: the offsets and block starts, checked to agree above), launched with one
@@ -347,9 +350,9 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // one matrix are queued under its lock).
             unsafe { launch!(function<<<blocks_for(h.len)?, BLOCK, 0, stream>>>(nhot, hcols, xp, hx, counter)) }
                 .map_err(|e| Error::cuda(format!("launching {gather}"), e))?;
-            let name = kernel_name(GpuKernel::BalancedHot, T::NAME) + if wide { "_i64" } else { "" };
+            let name = hot_kernel_name(blocks.prefetch_x.is_some(), T::NAME, wide);
             let function = ctx.function(ModuleId::Spmv, &name)?;
-            // SAFETY: spmv_csr_hot_<T>[_i64](the balanced kernel's arguments, unsigned nblocks,
+            // SAFETY: spmv_csr_hot[_px]_<T>[_i64](the balanced kernel's arguments, unsigned nblocks,
             // const T* hot_x, unsigned nhot, unsigned* counter), with HOT_THREADS threads per block and
             // h.shared_bytes == nhot * size_of::<T>() bytes of dynamic shared memory (allowed to
             // the function when the hot columns were planned). As for the balanced kernel above,

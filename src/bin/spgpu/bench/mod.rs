@@ -561,6 +561,9 @@ fn bench_matrix<T: CpuScalar>(
     if let Some(shape) = auto.plan().row_shape().filter(|&s| s != spgpu::gpu::balance::RowShape::DEFAULT) {
         label += &format!(" + {}-thread blocks", shape.threads);
     }
+    if auto.plan().prefetch_x() {
+        label += " + x prefetch";
+    }
     info.set_plan(T::NAME, label, auto.plan().explain());
     let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
@@ -729,16 +732,6 @@ fn write_file(path: &Path, text: &str) -> BenchResult<()> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()).into())
 }
 
-/// The device's L2 cache size in bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
-fn l2_bytes(ctx: &Context) -> BenchResult<u64> {
-    use cust::device::{Device, DeviceAttribute};
-    let ordinal = ctx.info().ordinal;
-    let v = Device::get_device(ordinal)
-        .and_then(|d| d.get_attribute(DeviceAttribute::L2CacheSize))
-        .map_err(|e| format!("reading the L2 cache size of device {ordinal}: {e}"))?;
-    u64::try_from(v).map_err(|_| format!("device {ordinal} reports an L2 cache of {v} bytes").into())
-}
-
 /// Runs `spgpu bench`.
 pub fn run(args: Args) -> CliResult {
     if let Some(p) = &args.from_csv {
@@ -768,7 +761,7 @@ pub fn run(args: Args) -> CliResult {
     let stream = ctx.stream();
     let l2 = match args.l2_mib {
         Some(mib) => mib << 20,
-        None => l2_bytes(ctx)?,
+        None => ctx.info().l2_cache_bytes as u64,
     };
     let mut report = Report {
         run: RunInfo {
