@@ -805,7 +805,8 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
     }
 
 // The balanced kernel with row blocks of BT threads, ENTRIES entries and chunks of CHUNK
-// (BLOCKS_PER_SM resident, registers capped to allow it).
+// (BLOCKS_PER_SM resident, registers capped to allow it), and its variant with prefetching
+// gathers of x (SPGPU_BALANCED_PX_KERNEL).
 #define SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, BT, ENTRIES, CHUNK, BLOCKS_PER_SM)                      \
     extern "C" __global__ void __launch_bounds__(BT, BLOCKS_PER_SM) spmv_csr_balanced##BT##_##T##SUFFIX( \
         const O *__restrict__ row_offsets, const unsigned *__restrict__ col_indices,                     \
@@ -814,7 +815,8 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         acc_t *__restrict__ partials) {                                                                  \
         csr_balanced<T, O, BT, ENTRIES, CHUNK>(row_offsets, col_indices, values, x, alpha, beta, y,      \
                                                block_row, block_entry, partials);                        \
-    }
+    }                                                                                                    \
+    SPGPU_BALANCED_PX_KERNEL(spmv_csr_balanced##BT, T, O, SUFFIX, BT, ENTRIES, CHUNK, (BT, BLOCKS_PER_SM))
 
 // The balanced kernel NAME with row blocks of BT threads, ENTRIES entries and chunks of CHUNK,
 // launch bounds BOUNDS, gathering x with the L2 prefetch hint (ld_gather): NAME_px_<T>.
@@ -882,7 +884,6 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
     SPGPU_BALANCED_SHAPE_KERNEL(T, O, SUFFIX, 512, 2048, 2048, 4)                                          \
     SPGPU_BALANCED_PX_KERNEL(spmv_csr_balanced, T, O, SUFFIX, SPGPU_BLOCK, SPGPU_BALANCED_ENTRIES,         \
                              SPGPU_BALANCED_CHUNK, (SPGPU_BLOCK))                                          \
-    SPGPU_BALANCED_PX_KERNEL(spmv_csr_balanced512, T, O, SUFFIX, 512, 2048, 2048, (512, 4))                \
     SPGPU_HOT_KERNEL(spmv_csr_hot_##T##SUFFIX, T, O, false)                                                \
     SPGPU_HOT_KERNEL(spmv_csr_hot_px_##T##SUFFIX, T, O, true)                                              \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \

@@ -1236,6 +1236,10 @@ fn prefetching_gathers<T: Scalar>(test: &str) {
         ] {
             let what = format!("{name}, {how}");
             let mut d = DeviceCsr::upload_with_hot(ctx, a, choice, hot, base).unwrap();
+            if name.starts_with("rmat") && hot != HotChoice::Off {
+                // the prefetching hot-column kernel runs
+                assert!(d.plan().hot_columns(), "{what}: {}", d.plan().explain());
+            }
             if d.plan().explain().contains("chunk-major") {
                 assert!(d.set_prefetch_x(true).is_err(), "{what}: chunk-major blocks have no prefetching variant");
                 continue;
@@ -1279,7 +1283,8 @@ fn prefetching_gathers_give_the_same_bits_f32() {
 /// an f64 `x` take 55% of the device's L2 run the prefetching variant (the share lies in
 /// `PREFETCH_X_L2_SHARE`), and the f32 `x` of the same matrix, at 27.5%, does not, on GPUs
 /// whose PTX has the hint (compute capability 8.0 and up); the plan says so, and both
-/// products match the reference.
+/// products match the reference. Set to the scalar kernel, the matrix keeps its row blocks
+/// but the plan no longer claims the prefetch; set back to balanced, it does again.
 #[test]
 fn prefetching_gathers_follow_the_share_of_the_l2() {
     let Some(ctx) = gpu("prefetching_gathers_follow_the_share_of_the_l2") else { return };
@@ -1290,17 +1295,23 @@ fn prefetching_gathers_follow_the_share_of_the_l2() {
     // 20000 rows: 3 entries, and every 50th row 2000 (skewed: the balanced kernel)
     let lengths: Vec<usize> = (0..20_000).map(|r| if r % 50 == 0 { 2000 } else { 3 }).collect();
     let a = lengths_csr(&lengths, ncols, 41);
-    let forced = std::env::var(spgpu::gpu::balance::PREFETCH_X_ENV).is_ok();
+    let env = std::env::var(spgpu::gpu::balance::PREFETCH_X_ENV);
+    let forced = matches!(env.as_deref().map(str::trim), Ok("0" | "1"));
     let mut rng = StdRng::seed_from_u64(42);
     for (scalar, share) in [("f64", 0.55), ("f32", 0.275)] {
         let x = random_vec::<f64>(&mut rng, a.ncols());
         let y0 = start_y(&mut rng, a.nrows(), 0.0);
-        let plan = if scalar == "f64" {
+        let plans = if scalar == "f64" {
             upload_and_check::<f64>(ctx, &a, &x, &y0)
         } else {
             upload_and_check::<f32>(ctx, &a, &x, &y0)
         };
+        let [plan, scalar_plan, balanced_again] = &plans;
         assert_eq!(plan.kernel(), SpmvKernel::Balanced, "{}", plan.explain());
+        // another CSR kernel keeps the row blocks but gathers plainly, and says so
+        assert!(!scalar_plan.prefetch_x(), "{scalar}, set to scalar: {}", scalar_plan.explain());
+        assert!(!scalar_plan.explain().contains("prefetch"), "{}", scalar_plan.explain());
+        assert_eq!(balanced_again.prefetch_x(), plan.prefetch_x(), "{}", balanced_again.explain());
         if !forced {
             let want = ctx.l2_prefetch() && share == 0.55;
             assert_eq!(plan.prefetch_x(), want, "{scalar}, x at {share} of the L2: {}", plan.explain());
@@ -1311,12 +1322,17 @@ fn prefetching_gathers_follow_the_share_of_the_l2() {
 }
 
 /// Uploads `a` in the scalar type `T` with the auto plan, checks `y = A x` (NaN in `y0`, beta
-/// 0) against the reference, and returns the plan.
-fn upload_and_check<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<f64>, x: &[f64], y0: &[f64]) -> SpmvPlan {
+/// 0) against the reference, then sets the scalar kernel and the balanced one again: the
+/// three plans.
+fn upload_and_check<T: Scalar>(ctx: &'static Context, a: &CsrMatrix<f64>, x: &[f64], y0: &[f64]) -> [SpmvPlan; 3] {
     let (a, x, y0) = (a.cast::<T>(), to_scalar::<T>(x), to_scalar::<T>(y0));
-    let d = DeviceCsr::upload(ctx, &a).unwrap();
+    let mut d = DeviceCsr::upload(ctx, &a).unwrap();
     let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
     d.spmv(T::ONE, &DeviceVector::from_slice(ctx, &x).unwrap(), T::ZERO, &mut d_y).unwrap();
     check(&format!("skewed rows, {}", T::NAME), &a, T::ONE, &x, T::ZERO, &y0, &d_y.to_vec().unwrap());
-    d.plan().clone()
+    let auto = d.plan().clone();
+    d.set_kernel(KernelChoice::Scalar).unwrap();
+    let scalar = d.plan().clone();
+    d.set_kernel(KernelChoice::Balanced).unwrap();
+    [auto, scalar, d.plan().clone()]
 }

@@ -76,6 +76,8 @@ pub struct Context {
     memory_pools: bool,
     /// The virtual architecture of the loaded PTX ([`Context::ptx_arch`]).
     ptx_arch: String,
+    /// Whether the loaded SpMV PTX has the L2 prefetch hint ([`Context::l2_prefetch`]).
+    l2_prefetch: bool,
     context: CudaContext,
 }
 
@@ -253,7 +255,9 @@ impl Context {
         // as the PTX says (`.target sm_NN`): build.rs may have made it for another one
         let target = ModuleId::Spmv.ptx_for(capability).lines().find_map(|l| l.trim().strip_prefix(".target "));
         let ptx_arch = target.map_or_else(|| "unknown".into(), |t| t.trim().replacen("sm_", "compute_", 1));
-        Ok(Context { modules, staging, stream, info, memory_pools, ptx_arch, context })
+        // as the PTX says too: the compute_80 PTX of an nvcc before 11.4 has no hint
+        let l2_prefetch = ModuleId::Spmv.ptx_for(capability).contains(".L2::128B.");
+        Ok(Context { modules, staging, stream, info, memory_pools, ptx_arch, l2_prefetch, context })
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
@@ -299,10 +303,11 @@ impl Context {
         &self.ptx_arch
     }
 
-    /// Whether the loaded PTX has the 128-byte L2 prefetch hint on its loads (a
-    /// [`ptx_arch`](Context::ptx_arch) of `compute_80` or newer).
+    /// Whether the loaded SpMV PTX has the 128-byte L2 prefetch hint on its loads
+    /// (`ld.global...L2::128B`): the PTX for `compute_80` and newer, made by nvcc 11.4 or
+    /// newer (`ptx/common.cuh`), as the committed files are.
     pub fn l2_prefetch(&self) -> bool {
-        self.ptx_arch.strip_prefix("compute_").and_then(|v| v.parse::<u32>().ok()).is_some_and(|v| v >= 80)
+        self.l2_prefetch
     }
 
     /// Whether device memory is allocated stream-ordered (`cuMemAllocAsync`, when the

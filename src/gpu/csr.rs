@@ -625,14 +625,15 @@ impl<T: Scalar> DeviceCsr<T> {
             columns,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
-        d.note_hot();
+        d.note_x();
         Ok(d)
     }
 
     /// Tells the plan about the hot columns, if the matrix has them, and about the gathers of
-    /// `x` with the L2 prefetch hint, if the balanced kernel makes them.
-    fn note_hot(&mut self) {
-        if let Storage::Csr { balanced: Some(b), .. } = &self.storage {
+    /// `x` with the L2 prefetch hint, if the plan runs the balanced kernel and it makes them
+    /// (the row blocks stay when another CSR kernel is set).
+    fn note_x(&mut self) {
+        if let (Storage::Csr { balanced: Some(b), .. }, SpmvKernel::Balanced) = (&self.storage, self.plan.kernel()) {
             if let Some(why) = &b.prefetch_x {
                 self.plan.set_prefetch_x(why.clone());
             }
@@ -779,7 +780,7 @@ impl<T: Scalar> DeviceCsr<T> {
             self.plan.set_blocks(b.shape, blocks_note(b.sweep, why));
         }
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
-        self.note_hot();
+        self.note_x();
         Ok(())
     }
 
@@ -797,7 +798,7 @@ impl<T: Scalar> DeviceCsr<T> {
             (Storage::Csr { balanced: Some(b), .. }, SpmvKernel::Balanced) if !b.sweep => {
                 b.prefetch_x = on.then(|| "gathered with a 128-byte L2 prefetch (set_prefetch_x)".to_string());
                 self.plan.clear_prefetch_x();
-                self.note_hot();
+                self.note_x();
                 Ok(())
             }
             _ => Err(Error::InvalidArgument(

@@ -320,8 +320,9 @@ impl fmt::Display for KernelChoice {
 ///    350.9 -> 341.5 µs). Fitted on `web:4000000` (43% near the diagonal) and the power-law
 ///    matrices of `large` (0.1%), checked on `web:3000000:11` (`validate`) and
 ///    `web:2000000:5` (`check`), 2026-11-26.
-///    Whatever the blocks, when `x` takes 40% to 65% of the device's L2 the kernel gathers
-///    it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
+///    Whatever the shape of the blocks (in row order, with or without hot columns; blocks in
+///    chunk-major order have no such variant), when `x` takes 40% to 65% of the device's L2
+///    the kernel gathers it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
 ///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
 ///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 17 pairs of two other sets 0.945x-0.993x
 ///    there, and no change outside the window. No extra memory.
