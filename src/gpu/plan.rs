@@ -324,8 +324,9 @@ impl fmt::Display for KernelChoice {
 ///    chunk-major order have no such variant), when `x` takes 40% to 65% of the device's L2
 ///    the kernel gathers it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
 ///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
-///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 17 pairs of two other sets 0.945x-0.993x
-///    there, and no change outside the window. No extra memory.
+///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 8 held-out pairs there 0.955x-0.993x
+///    (11 pairs of the fit sets' matrices 0.945x-0.987x), and no change outside the window. No
+///    extra memory.
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
