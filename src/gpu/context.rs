@@ -28,8 +28,10 @@ pub const MEMORY_POOLS_ENV: &str = "SPGPU_MEMORY_POOLS";
 /// ([`ModuleId::ptx_for`]): to compare the two.
 pub const PORTABLE_PTX_ENV: &str = "SPGPU_PORTABLE_PTX";
 
-/// What spgpu knows about the device its context runs on.
+/// What spgpu knows about the device its context runs on ([`Context::info`]); more fields may
+/// come, so it cannot be built outside the crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceInfo {
     /// The device ordinal (from `SPGPU_DEVICE`, default 0).
     pub ordinal: u32,
