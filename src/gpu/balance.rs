@@ -233,7 +233,19 @@ pub fn choose_shape(row_offsets: &[u64], col_indices: &[u32], forced: Option<Row
 ///   near each other (web-like) would gain past it, which the rule gives up.
 /// - checked on the H200 (L2 60 MiB), a held-out set of 16 pairs: the 8 the rule picked
 ///   0.955x-0.993x, the others 0.993x-1.007x (the same kernels: noise).
+///
+/// Row blocks of 512 threads, which the plan cuts when a quarter of the entries lie near the
+/// diagonal ([`choose_shape`]), take the upper bound [`PREFETCH_X_LOCAL_MAX_SHARE`] instead.
 pub const PREFETCH_X_L2_SHARE: (f64, f64) = (0.4, 0.65);
+
+/// The upper bound of [`PREFETCH_X_L2_SHARE`] for row blocks of [`RowShape::T512`], whose
+/// matrices' columns lie near each other (web-like graphs): the neighbours a 128-byte fill
+/// brings back are read sooner, so the hint pays further. In sets 2 and 3 (H100) the web-like
+/// matrices gained at 76% and 84% (0.981x, 0.984x) where the power-law ones lost, were even
+/// at 92% (0.998x) and lost past the L2 (1.041x at 107%); held out (H100, 2026-11-26, the
+/// hint forced on against off, two rounds, `perf/2026-11-26-s25-h100-prefetch-local-*`),
+/// 6 web-like graphs and a web-like Laplacian from 69% to 89% gained 0.977x-0.991x.
+pub const PREFETCH_X_LOCAL_MAX_SHARE: f64 = 0.85;
 
 /// Set to `0` or `1` to run the balanced kernels without or with the prefetching gathers of
 /// `x` whatever its share of the L2 ([`prefetch_x`]), to compare.
@@ -242,21 +254,26 @@ pub const PREFETCH_X_ENV: &str = "SPGPU_PREFETCH_X";
 /// Whether the balanced kernel (blocks in row order, with or without hot columns) gathers
 /// `x` with the 128-byte L2 prefetch hint: `Some(why)` when it does, for
 /// [`SpmvPlan::explain`](super::SpmvPlan::explain). `x_bytes` is the size of `x`, `l2_bytes`
-/// the device's L2 (0 when unknown: no prefetch), and `hint_in_ptx` whether the loaded PTX
-/// can express the hint (compute_80 and up; the compute_70 PTX has no such load). The rule
-/// is [`PREFETCH_X_L2_SHARE`], overridden by [`PREFETCH_X_ENV`].
+/// the device's L2 (0 when unknown: no prefetch), `shape` the shape of the row blocks, and
+/// `hint_in_ptx` whether the loaded PTX can express the hint (compute_80 and up; the
+/// compute_70 PTX has no such load). The rule is [`PREFETCH_X_L2_SHARE`] (with
+/// [`PREFETCH_X_LOCAL_MAX_SHARE`] for blocks of [`RowShape::T512`]), overridden by
+/// [`PREFETCH_X_ENV`].
 ///
 /// ```
-/// use spgpu::gpu::balance::prefetch_x;
+/// use spgpu::gpu::balance::{prefetch_x, RowShape};
 /// let l2 = 50 << 20;
 /// // a power-law graph of 4 million vertices: f64 x takes 61% of a 50 MiB L2, f32 x 31%
 /// # if std::env::var("SPGPU_PREFETCH_X").is_err() {
-/// assert!(prefetch_x(4_000_000 * 8, l2, true).is_some());
-/// assert!(prefetch_x(4_000_000 * 4, l2, true).is_none());
-/// assert!(prefetch_x(4_000_000 * 8, l2, false).is_none());
+/// assert!(prefetch_x(4_000_000 * 8, l2, RowShape::DEFAULT, true).is_some());
+/// assert!(prefetch_x(4_000_000 * 4, l2, RowShape::DEFAULT, true).is_none());
+/// assert!(prefetch_x(4_000_000 * 8, l2, RowShape::DEFAULT, false).is_none());
+/// // 5 million vertices (76%): only where the columns lie near each other
+/// assert!(prefetch_x(5_000_000 * 8, l2, RowShape::DEFAULT, true).is_none());
+/// assert!(prefetch_x(5_000_000 * 8, l2, RowShape::T512, true).is_some());
 /// # }
 /// ```
-pub fn prefetch_x(x_bytes: usize, l2_bytes: usize, hint_in_ptx: bool) -> Option<String> {
+pub fn prefetch_x(x_bytes: usize, l2_bytes: usize, shape: RowShape, hint_in_ptx: bool) -> Option<String> {
     if !hint_in_ptx || l2_bytes == 0 {
         return None;
     }
@@ -270,8 +287,15 @@ pub fn prefetch_x(x_bytes: usize, l2_bytes: usize, hint_in_ptx: bool) -> Option<
         Some("0") => None,
         Some("1") => Some(format!("{what} ({PREFETCH_X_ENV}=1)")),
         _ => {
-            let (lo, hi) = PREFETCH_X_L2_SHARE;
-            (lo..=hi).contains(&share).then(|| format!("{what} (the rule: {:.0}% to {:.0}%)", 100.0 * lo, 100.0 * hi))
+            let (lo, mut hi) = PREFETCH_X_L2_SHARE;
+            let mut blocks = "";
+            if shape == RowShape::T512 {
+                hi = PREFETCH_X_LOCAL_MAX_SHARE;
+                blocks = " for blocks of 512 threads";
+            }
+            (lo..=hi)
+                .contains(&share)
+                .then(|| format!("{what} (the rule{blocks}: {:.0}% to {:.0}%)", 100.0 * lo, 100.0 * hi))
         }
     }
 }

@@ -351,7 +351,7 @@ impl Balanced {
             prefetch_x: if blocks.sweep {
                 None
             } else {
-                super::balance::prefetch_x(x_bytes, ctx.info().l2_cache_bytes, ctx.l2_prefetch())
+                super::balance::prefetch_x(x_bytes, ctx.info().l2_cache_bytes, blocks.shape, ctx.l2_prefetch())
             },
             bytes: blocks.device_bytes(wide),
         })

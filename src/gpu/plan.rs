@@ -322,7 +322,8 @@ impl fmt::Display for KernelChoice {
 ///    `web:2000000:5` (`check`), 2026-11-26.
 ///    Whatever the shape of the blocks (in row order, with or without hot columns; blocks in
 ///    chunk-major order have no such variant), when `x` takes 40% to 65% of the device's L2
-///    the kernel gathers it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
+///    (to 85% in blocks of 512 threads, whose columns lie near each other) the kernel
+///    gathers it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
 ///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
 ///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 8 held-out pairs there 0.955x-0.993x
 ///    (11 pairs of the fit sets' matrices 0.945x-0.987x), and no change outside the window. No
