@@ -244,7 +244,8 @@ pub const PREFETCH_X_L2_SHARE: (f64, f64) = (0.4, 0.65);
 /// matrices gained at 76% and 84% (0.981x, 0.984x) where the power-law ones lost, were even
 /// at 92% (0.998x) and lost past the L2 (1.041x at 107%); held out (H100, 2026-11-26, the
 /// hint forced on against off, two rounds, `perf/2026-11-26-s25-h100-prefetch-local-*`),
-/// 6 web-like graphs and a web-like Laplacian from 69% to 89% gained 0.977x-0.991x.
+/// 8 pairs from 69% to 89% (5 web-like graphs and a web-like Laplacian in f64, 2 web-like
+/// graphs in f32) gained 0.977x-0.991x.
 pub const PREFETCH_X_LOCAL_MAX_SHARE: f64 = 0.85;
 
 /// Set to `0` or `1` to run the balanced kernels without or with the prefetching gathers of
