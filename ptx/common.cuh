@@ -71,7 +71,8 @@ SPGPU_LD_STREAM(unsigned short, "u16", "h")
 // A gather of x (read again by other entries: through the non-coherent cache, ldg). With
 // PREFETCH, in the PTX for sm_80 and newer, with the same 128-byte L2 prefetch hint as
 // ld_stream (ld.global.nc.L2::128B): the balanced kernels' variants `_px`, which the plan
-// runs when x takes 40% to 65% of the L2 (src/gpu/balance.rs, PREFETCH_X_L2_SHARE). There
+// runs when x takes 40% to 65% of the L2 (85% in blocks of 512 threads; src/gpu/balance.rs,
+// PREFETCH_X_L2_SHARE and PREFETCH_X_LOCAL_MAX_SHARE). There
 // the matrix streams evict part of x between its reads, and a miss that fills the whole
 // 128-byte line brings back the neighbours that later gathers read. Past that, where less
 // of x stays, the extra 64 bytes are mostly wasted DRAM traffic (up to 25% slower on the
