@@ -842,6 +842,21 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
                                   block_entry, partials, nblocks, hot_x, nhot, counter);                 \
     }
 
+// The SELL kernel NAME, its slot columns passed as COLS_PARAM and read through COLS (a reader
+// of common.cuh's WideCols / NarrowCols / FarCols kind); EXTRA_PARAMS: further parameters
+// after the long rows (with a leading SPGPU_COMMA), or nothing.
+#define SPGPU_COMMA ,
+#define SPGPU_SELL_KERNEL(NAME, T, O, COLS_PARAM, COLS, EXTRA_PARAMS)                                     \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
+        NAME(unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                   \
+             const unsigned *__restrict__ perm, COLS_PARAM, const T *__restrict__ vals,                  \
+             const T *__restrict__ x, T alpha, T beta, T *__restrict__ y, const O *__restrict__ chunk_entry, \
+             const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                    \
+             acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows EXTRA_PARAMS) { \
+        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, COLS, vals, x, alpha, beta, y, chunk_entry,  \
+                   long_cols, long_vals, LongRows{nlong, long_rows, partials});                          \
+    }
+
 // The SpMV kernels of one scalar type and one offset type O (name suffix SUFFIX).
 #define SPGPU_SPMV_KERNELS(T, O, SUFFIX)                                                                   \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK)                                              \
@@ -886,35 +901,11 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
                              SPGPU_BALANCED_CHUNK, (SPGPU_BLOCK))                                          \
     SPGPU_HOT_KERNEL(spmv_csr_hot_##T##SUFFIX, T, O, false)                                                \
     SPGPU_HOT_KERNEL(spmv_csr_hot_px_##T##SUFFIX, T, O, true)                                              \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell_##T##SUFFIX(                     \
-        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
-        const unsigned *__restrict__ perm, const unsigned *__restrict__ cols, const T *__restrict__ vals, \
-        const T *__restrict__ x, T alpha, T beta, T *__restrict__ y, const O *__restrict__ chunk_entry,  \
-        const unsigned *__restrict__ long_cols, const T *__restrict__ long_vals,                         \
-        acc_t *__restrict__ partials, unsigned nlong, const unsigned *__restrict__ long_rows) {          \
-        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, WideCols{cols}, vals, x, alpha, beta, y,     \
-                   chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials});  \
-    }                                                                                                    \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell16_##T##SUFFIX(                   \
-        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
-        const unsigned *__restrict__ perm, const unsigned short *__restrict__ col_offsets,               \
-        const T *__restrict__ vals, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,         \
-        const O *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                       \
-        const T *__restrict__ long_vals, acc_t *__restrict__ partials, unsigned nlong,                   \
-        const unsigned *__restrict__ long_rows) {                                                        \
-        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, NarrowCols{col_offsets}, vals, x, alpha, beta, \
-                   y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials}); \
-    }                                                                                                    \
-    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) spmv_sell16f_##T##SUFFIX(                  \
-        unsigned nsorted, unsigned nslice_blocks, const O *__restrict__ slice_ptr,                       \
-        const unsigned *__restrict__ perm, const unsigned short *__restrict__ col_offsets,               \
-        const T *__restrict__ vals, const T *__restrict__ x, T alpha, T beta, T *__restrict__ y,         \
-        const O *__restrict__ chunk_entry, const unsigned *__restrict__ long_cols,                       \
-        const T *__restrict__ long_vals, acc_t *__restrict__ partials, unsigned nlong,                   \
-        const unsigned *__restrict__ long_rows, const unsigned *__restrict__ far) {                      \
-        sell<T, O>(nsorted, nslice_blocks, slice_ptr, perm, FarCols{col_offsets, far}, vals, x, alpha,   \
-                   beta, y, chunk_entry, long_cols, long_vals, LongRows{nlong, long_rows, partials});    \
-    }
+    SPGPU_SELL_KERNEL(spmv_sell_##T##SUFFIX, T, O, const unsigned *__restrict__ cols, WideCols{cols}, )         \
+    SPGPU_SELL_KERNEL(spmv_sell16_##T##SUFFIX, T, O, const unsigned short *__restrict__ col_offsets,              \
+                      NarrowCols{col_offsets}, )                                                                 \
+    SPGPU_SELL_KERNEL(spmv_sell16f_##T##SUFFIX, T, O, const unsigned short *__restrict__ col_offsets,             \
+                      (FarCols{col_offsets, far}), SPGPU_COMMA const unsigned *__restrict__ far)
 
 #define SPGPU_KERNELS(T)                                                                                   \
     SPGPU_SPMV_KERNELS(T, unsigned, )                                                                      \

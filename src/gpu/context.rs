@@ -52,8 +52,9 @@ pub struct DeviceInfo {
     pub shared_memory_per_multiprocessor: u32,
     /// Total device memory in bytes.
     pub total_memory: usize,
-    /// The L2 cache in bytes (50 MiB on the H100 and H200): bounds the `x` that the balanced
-    /// kernel gathers with an L2 prefetch ([`balance::prefetch_x`](super::balance::prefetch_x)).
+    /// The L2 cache in bytes (50 MiB on the H100, 60 MiB on the H200): bounds the `x` that the
+    /// balanced kernel gathers with an L2 prefetch
+    /// ([`balance::prefetch_x`](super::balance::prefetch_x)).
     pub l2_cache_bytes: usize,
 }
 
