@@ -182,6 +182,13 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // with the evict-first (streaming) cache hint, so they do not push x out of the L2: on the
 // H200 this took powerlaw:4000000 (f64, x of 32 MB) from 591 to 504 us.
 #define SPGPU_BALANCED_ENTRIES 1024
+// Rows per stream block of SPGPU_BLOCK threads at most (BLOCK_ROWS in src/gpu/balance.rs): 2
+// per thread, so that graphs of a few entries per row (and many empty rows) fill their blocks
+// with entries. On the H200 (2026-11-26, session 26, against 256 rows) this took rmat:24:2
+// from 412.8 to 382.9 us (f32) and 476.4 to 458.4 (f64), rmat:22:2:3 f32 from 85.9 to 80.2;
+// 4 rows per thread gained less (rmat:24:2 f32 394.3 against 382.8) and 8 lost (454.1). The
+// 512-thread shape keeps one row per thread.
+#define SPGPU_BALANCED_ROWS 512
 // Entries per chunk block (a row longer than a stream block is cut into chunks of this size;
 // one chunk when it fits, then the block writes y itself and needs no other block).
 #define SPGPU_BALANCED_CHUNK 2048
@@ -246,6 +253,27 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
         const unsigned i = tid + k * BT;
         c[k] = i < n ? ld_stream(cols + i) : 0u;
         v[k] = i < n ? ld_stream(vals + i) : T(0);
+    }
+}
+
+// The products values[i] * x[cols[i]] of a stream block's n entries (n <= PER * BT) into
+// prod[i], loaded PER per thread with coalesced reads, then a barrier of the row block;
+// nothing when alpha == 0. Every thread of the row block must call it.
+template <typename T, unsigned PER, unsigned BT, typename X, typename Sync>
+__device__ __forceinline__ void stream_products(const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                                unsigned n, X xv, T alpha, unsigned tid, acc_t* prod, Sync sync) {
+    if (alpha != T(0)) {
+        unsigned c[PER];
+        T v[PER];
+        load_entries<T, PER, BT>(cols, vals, n, tid, c, v);
+#pragma unroll
+        for (unsigned k = 0; k < PER; ++k) {
+            const unsigned i = tid + k * BT;
+            if (i < n) {
+                prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
+            }
+        }
+        sync();
     }
 }
 
@@ -444,6 +472,37 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned r0 = row_tag;
     const unsigned r1 = ldg(block_row + b + 1) & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
+    // Blocks of SPGPU_BLOCK threads may hold up to SPGPU_BALANCED_ROWS rows (2 per thread; the
+    // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
+    // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
+    // below stays as it was.
+    constexpr unsigned RPT = BT == SPGPU_BLOCK ? SPGPU_BALANCED_ROWS / SPGPU_BLOCK : 1;
+    if (RPT > 1 && rows > BT) {
+        unsigned s[RPT], e[RPT];
+#pragma unroll
+        for (unsigned k = 0; k < RPT; ++k) {
+            const unsigned g = tid + k * BT;
+            s[k] = 0;
+            e[k] = 0;
+            if (g < rows && alpha != T(0)) {
+                s[k] = unsigned(ldg(row_offsets + (r0 + g)) - e0);
+                e[k] = unsigned(ldg(row_offsets + (r0 + g + 1)) - e0);
+            }
+        }
+        stream_products<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, xv, alpha, tid, prod, sync);
+#pragma unroll
+        for (unsigned k = 0; k < RPT; ++k) {
+            const unsigned g = tid + k * BT;
+            if (g < rows) {
+                acc_t sum = 0;
+                for (unsigned i = s[k]; i < e[k]; ++i) {
+                    sum += prod[i];
+                }
+                store_axpby(y, r0 + g, alpha, sum, beta);
+            }
+        }
+        return;
+    }
     // threads_per_row(rows): the largest power of two t with rows * t <= BT, at most 32.
     const unsigned t_max = BT / rows;
     const unsigned tpr = min(32u, 1u << (31 - __clz(t_max)));
@@ -458,19 +517,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
         s = unsigned(ldg(row_offsets + row) - e0);
         e = unsigned(ldg(row_offsets + row + 1) - e0);
     }
-    if (alpha != T(0)) {
-        unsigned c[PER_THREAD];
-        T v[PER_THREAD];
-        load_entries<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, tid, c, v);
-#pragma unroll
-        for (unsigned k = 0; k < PER_THREAD; ++k) {
-            const unsigned i = tid + k * BT;
-            if (i < n) {
-                prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
-            }
-        }
-        sync();
-    }
+    stream_products<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, xv, alpha, tid, prod, sync);
     // Each lane adds every tpr-th product of the row into 4 partial sums in turn (4 chains of
     // shared-memory reads in flight, not 1: the warp's longest row sets how long it takes), then
     // adds the 4 in a fixed order.

@@ -73,6 +73,7 @@ fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
             lengths_csr(&[2048, 2049, 0, 4096, 1, 4097, 6000, 2047, 1024, 1025, 1023], 8192, 11),
         ),
         ("many long rows among short ones", lengths_csr(&many_long_rows(), 10_000, 12)),
+        ("sparse rows, up to two per thread", lengths_csr(&sparse_rows(), 6000, 14)),
         (
             // the vector kernel reads a row of 32 * TPR entries or more 4 entries per lane at a
             // time: lengths around that threshold for every TPR, and remainders of 0 to 3
@@ -91,6 +92,34 @@ fn ninety_percent_row() -> Vec<usize> {
     let mut l: Vec<usize> = (0..3000).map(|i| (i * 7) % 5).collect();
     l[1500] = 9 * l.iter().sum::<usize>();
     l
+}
+
+/// 4000 rows, three in four empty and the others of 1 or 2 entries (row blocks of the
+/// default shape then hold more rows than threads: two per thread), with rows of 64 and 65
+/// entries (a thread's two rows stay within `MAX_STEPS` with the first, not the second) and
+/// rows of two and three chunks.
+fn sparse_rows() -> Vec<usize> {
+    let mut l: Vec<usize> = (0..4000).map(|i| if i % 4 == 0 { 1 + (i / 4) % 2 } else { 0 }).collect();
+    l[1000] = 64;
+    l[2000] = 65;
+    l[2500] = 3000;
+    l[3999] = 5000;
+    l
+}
+
+#[test]
+fn sparse_rows_fill_row_blocks_past_one_row_per_thread() {
+    // not a GPU test: that the GPU tests on "sparse rows" run blocks of two rows per thread
+    let a = lengths_csr(&sparse_rows(), 6000, 14);
+    let b = spgpu::gpu::balance::RowBlocks::new(a.row_offsets());
+    let rows: Vec<usize> = b
+        .block_row
+        .windows(2)
+        .filter(|w| w[0] & (1 << 31) == 0)
+        .map(|w| (w[1] & !(1 << 31)) as usize - w[0] as usize)
+        .collect();
+    assert!(rows.iter().any(|&r| r > RowShape::DEFAULT.threads), "{rows:?}");
+    assert!(rows.iter().all(|&r| r <= RowShape::DEFAULT.rows), "{rows:?}");
 }
 
 /// 20000 rows of 0..=6 entries with every 997th row of 3000 to 9000.
@@ -501,7 +530,12 @@ fn offsets_past_2_to_the_32<T: Scalar>(test: &str) {
     let mut choices = KernelChoice::forced(ctx.warp_size());
     choices.retain(|&c| c != KernelChoice::Ell); // ELL has no positions
     choices.push(KernelChoice::Auto);
-    let names = ["random 531x229 with empty rows", "one long row among short ones", "one row holds 90% of the entries"];
+    let names = [
+        "random 531x229 with empty rows",
+        "one long row among short ones",
+        "one row holds 90% of the entries",
+        "sparse rows, up to two per thread",
+    ];
     let mut cases: Vec<(&str, CsrMatrix<f64>)> = matrices().into_iter().filter(|(n, _)| names.contains(n)).collect();
     cases.push((
         "rows at chunk boundaries",

@@ -5,12 +5,13 @@
 //! [`BLOCK_THREADS`] threads:
 //!
 //! - A **stream block** holds whole rows: at most [`BLOCK_ENTRIES`] entries and at most
-//!   [`BLOCK_THREADS`] rows. Its threads first load all its entries with coalesced reads
+//!   [`BLOCK_ROWS`] rows. Its threads first load all its entries with coalesced reads
 //!   (consecutive threads, consecutive entries), multiply them by `x` and keep the products in
 //!   shared memory; then each row is summed there by a group of `threads_per_row(rows)`
-//!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32) and
-//!   written to `y`. A row joins the block only while no group needs more than
-//!   [`MAX_STEPS`] steps for its row, so one long row cannot stall a block of short ones.
+//!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32; in a
+//!   block of more rows than threads, one thread sums rows `t`, `t + BLOCK_THREADS`, ...) and
+//!   written to `y`. A row joins the block only while no thread needs more than
+//!   [`MAX_STEPS`] steps for its rows, so one long row cannot stall a block of short ones.
 //! - A row longer than [`BLOCK_ENTRIES`] is split into chunks of [`CHUNK_ENTRIES`] entries,
 //!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
 //!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
@@ -25,9 +26,9 @@
 //! sum is taken in a fixed order: results repeat bit for bit, with no floating-point
 //! atomics and nothing kept from one call to the next.
 //!
-//! Blocks have one of two shapes ([`RowShape`]): 256 threads, 1024 entries per stream block
-//! and chunks of 2048 ([`RowShape::DEFAULT`]), or 512 threads and 2048 entries
-//! ([`RowShape::T512`]) for matrices whose columns lie near the diagonal
+//! Blocks have one of two shapes ([`RowShape`]): 256 threads, 1024 entries and 512 rows per
+//! stream block and chunks of 2048 ([`RowShape::DEFAULT`]), or 512 threads, 2048 entries and
+//! 512 rows ([`RowShape::T512`]) for matrices whose columns lie near the diagonal
 //! ([`choose_shape`]): a larger block's rows read more of the same entries of `x`, which the
 //! L1 then serves. On the H200 (f32 / f64, `spgpu spmv`, 2026-11-26) the larger blocks took
 //! `web:4000000` from 289.2 to 284.0 µs / 350.9 to 341.5, `web:3000000:11` 218.6 -> 214.2 /
@@ -62,14 +63,25 @@ pub const BLOCK_THREADS: usize = 256;
 /// memory shares); [`RowShape::T512`] doubles threads and entries together.
 pub const BLOCK_ENTRIES: usize = 1024;
 
+/// Rows per stream block at most (`SPGPU_BALANCED_ROWS` in `ptx/spmv.cu`): two per thread of
+/// [`BLOCK_THREADS`], so that the blocks of graphs of a few entries per row (and many empty
+/// rows: 79% in `rmat:24:2`) fill up with entries. On the H200 (2026-11-26, session 26, the
+/// plan's kernel against blocks of at most [`BLOCK_THREADS`] rows, two rounds each): `rmat:24:2`
+/// 476.4 -> 458.4 µs (f64) and 412.8 -> 382.9 (f32), five R-MAT graphs of 2 to 4 entries per
+/// row 0.95x-1.00x the time in f64 and 0.93x-0.99x in f32, the hot-column graphs
+/// (`rmat:21:16`, `rmat:22:8:7`, `graphlap:rmat:20:16`) 0.98x-1.00x and `powerlaw:1000000`
+/// within 0.5%. Four rows per thread gained less, eight lost up to 15% (f32).
+pub const BLOCK_ROWS: usize = 2 * BLOCK_THREADS;
+
 /// Entries per chunk of a row longer than [`BLOCK_ENTRIES`] (`SPGPU_BALANCED_CHUNK` in
 /// `ptx/spmv.cu`; a chunk is summed in registers, 8 entries per thread). A row of at most
 /// this many entries is one chunk, whose block writes `y` itself.
 pub const CHUNK_ENTRIES: usize = 2048;
 
-/// A row joins a stream block only while its group of threads needs at most this many
-/// steps to sum it (`ceil(len / threads_per_row)`; each thread keeps 4 partial sums, so 128
-/// steps are 32 dependent shared-memory reads). On the H200, 128 beat 64 by 0-2% on R-MAT and
+/// A row joins a stream block only while each thread needs at most this many steps to sum
+/// its rows (`ceil(longest / threads_per_row)`, times the rows per thread in a block of more
+/// rows than threads; each thread keeps 4 partial sums per row, so 128 steps of one row are
+/// 32 dependent shared-memory reads). On the H200, 128 beat 64 by 0-2% on R-MAT and
 /// web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks matter more than
 /// a long row's wait.
 pub const MAX_STEPS: usize = 128;
@@ -95,8 +107,8 @@ fn sweep_enabled() -> bool {
     std::env::var(CHUNK_MAJOR_ENV).map_or(true, |v| v != "0")
 }
 
-/// The shape of a matrix's row blocks: the threads of a block, the entries of a stream
-/// block, and the entries of a chunk. [`RowShape::DEFAULT`] is the constants above; the
+/// The shape of a matrix's row blocks: the threads of a block, the entries and rows of a
+/// stream block, and the entries of a chunk. [`RowShape::DEFAULT`] is the constants above; the
 /// kernel of each shape is compiled apart (`spmv_csr_balanced<threads>_<scalar>` in
 /// `ptx/spmv.cu` for the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,17 +117,21 @@ pub struct RowShape {
     pub threads: usize,
     /// Entries per stream block: 4 per thread, their products in shared memory as `f64`.
     pub entries: usize,
+    /// Rows per stream block at most: `threads`, or a multiple of it (the kernel of the
+    /// shape sums `rows / threads` rows per thread in a block of more rows than threads).
+    pub rows: usize,
     /// Entries per chunk of a row longer than a stream block.
     pub chunk: usize,
 }
 
 impl RowShape {
-    /// Blocks of [`BLOCK_THREADS`] threads and [`BLOCK_ENTRIES`] entries, chunks of
-    /// [`CHUNK_ENTRIES`].
-    pub const DEFAULT: RowShape = RowShape { threads: BLOCK_THREADS, entries: BLOCK_ENTRIES, chunk: CHUNK_ENTRIES };
-    /// Blocks of 512 threads and 2048 entries, chunks of 2048: for matrices whose columns
-    /// lie near the diagonal ([`LOCAL_MIN_SHARE`]).
-    pub const T512: RowShape = RowShape { threads: 512, entries: 2048, chunk: 2048 };
+    /// Blocks of [`BLOCK_THREADS`] threads, [`BLOCK_ENTRIES`] entries and [`BLOCK_ROWS`]
+    /// rows, chunks of [`CHUNK_ENTRIES`].
+    pub const DEFAULT: RowShape =
+        RowShape { threads: BLOCK_THREADS, entries: BLOCK_ENTRIES, rows: BLOCK_ROWS, chunk: CHUNK_ENTRIES };
+    /// Blocks of 512 threads, 2048 entries and 512 rows, chunks of 2048: for matrices whose
+    /// columns lie near the diagonal ([`LOCAL_MIN_SHARE`]).
+    pub const T512: RowShape = RowShape { threads: 512, entries: 2048, rows: 512, chunk: 2048 };
     /// Every shape the kernels are compiled for.
     pub const ALL: [RowShape; 2] = [RowShape::DEFAULT, RowShape::T512];
 
@@ -125,8 +141,8 @@ impl RowShape {
     }
 
     /// Threads that sum one row in a stream block of `rows` rows: the largest power of two
-    /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles).
-    /// The kernel computes the same from the row count.
+    /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles);
+    /// 1 when `rows > threads`. The kernel computes the same from the row count.
     pub fn threads_per_row(self, rows: usize) -> usize {
         let t = self.threads / rows.max(1);
         if t == 0 {
@@ -134,6 +150,13 @@ impl RowShape {
         } else {
             (1usize << (usize::BITS - 1 - t.leading_zeros())).min(32)
         }
+    }
+
+    /// Steps of the thread with the most work in a stream block of `rows` rows whose longest
+    /// holds `longest` entries: `ceil(longest / threads_per_row(rows))` per row, times the
+    /// rows a thread sums (more than one when `rows > threads`).
+    pub fn steps(self, rows: usize, longest: usize) -> usize {
+        longest.div_ceil(self.threads_per_row(rows)) * rows.div_ceil(self.threads)
     }
 }
 
@@ -309,8 +332,9 @@ pub const LONG_FLAG: u32 = 1 << 31;
 const PIECE_ROWS: usize = 1 << 16;
 
 /// Threads that sum one row in a stream block of `rows` rows: the largest power of two `t`
-/// with `rows * t <= BLOCK_THREADS`, at most 32 (a warp: the group reduces with shuffles).
-/// The kernel computes the same from the row count.
+/// with `rows * t <= BLOCK_THREADS`, at most 32 (a warp: the group reduces with shuffles);
+/// 1 past [`BLOCK_THREADS`] rows, where each thread sums more than one row. The kernel
+/// computes the same from the row count.
 ///
 /// ```
 /// use spgpu::gpu::balance::threads_per_row;
@@ -318,6 +342,7 @@ const PIECE_ROWS: usize = 1 << 16;
 /// assert_eq!(threads_per_row(9), 16);
 /// assert_eq!(threads_per_row(100), 2);
 /// assert_eq!(threads_per_row(256), 1);
+/// assert_eq!(threads_per_row(512), 1);
 /// ```
 pub fn threads_per_row(rows: usize) -> usize {
     RowShape::DEFAULT.threads_per_row(rows)
@@ -371,8 +396,8 @@ impl RowBlocks {
     ///
     /// ```
     /// use spgpu::gpu::balance::{RowBlocks, RowShape};
-    /// // 600 rows of 3 entries: 1024-entry blocks of at most 256 rows, or one block of 2048
-    /// let off: Vec<u64> = (0..=600).map(|r| 3 * r).collect();
+    /// // 600 rows of 5 entries: blocks of 204 rows (1020 entries), or of 409 (2045)
+    /// let off: Vec<u64> = (0..=600).map(|r| 5 * r).collect();
     /// assert_eq!(RowBlocks::new(&off).nblocks(), 3);
     /// assert_eq!(RowBlocks::with_shape(&off, RowShape::T512).nblocks(), 2);
     /// ```
@@ -479,11 +504,7 @@ impl RowBlocks {
                 }
                 let rows = r - start + 1;
                 let m = longest.max(l);
-                if r > start
-                    && (entries + l > shape.entries
-                        || rows > shape.threads
-                        || m.div_ceil(shape.threads_per_row(rows)) > MAX_STEPS)
-                {
+                if r > start && (entries + l > shape.entries || rows > shape.rows || shape.steps(rows, m) > MAX_STEPS) {
                     break;
                 }
                 entries += l;
@@ -581,13 +602,12 @@ mod tests {
                 let e1 = b.block_entry[k + 1] as usize;
                 let r0 = b.block_row[k] as usize;
                 let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
-                assert!(r1 > r0 && r1 - r0 <= shape.threads, "block {k}: rows {r0}..{r1}");
+                assert!(r1 > r0 && r1 - r0 <= shape.rows, "block {k}: rows {r0}..{r1}");
                 assert!(e1 - e0 <= shape.entries, "stream block {k}: entries {e0}..{e1}");
                 assert_eq!((e0, e1), (off[r0] as usize, off[r1] as usize));
-                let t = shape.threads_per_row(r1 - r0);
                 for r in r0..r1 {
                     assert!(lengths[r] <= shape.entries);
-                    assert!(r1 - r0 == 1 || lengths[r].div_ceil(t) <= MAX_STEPS);
+                    assert!(r1 - r0 == 1 || shape.steps(r1 - r0, lengths[r]) <= MAX_STEPS);
                     covered[r] += lengths[r].max(1);
                 }
             }
@@ -622,7 +642,7 @@ mod tests {
         let b = check(&[]);
         assert_eq!((b.nblocks(), b.scratch_len()), (0, 0));
         assert_eq!(check(&[0]).nblocks(), 1);
-        assert_eq!(check(&[0; 1000]).nblocks(), 4); // 256 rows per block
+        assert_eq!(check(&[0; 1000]).block_row, vec![0, 512, 1000]); // 512 rows per block
         assert_eq!(check(&[7]).block_row, vec![0, 1]);
     }
 
@@ -635,6 +655,26 @@ mod tests {
         assert_eq!(check(&[8; 512]).block_row, vec![0, 128, 256, 384, 512]);
         // rows of 100: 10 rows per block (1000 entries), 16 threads per row, 7 steps
         assert_eq!(check(&[100; 100]).block_row[..3], [0, 10, 20]);
+        // rows of 1 or 2: 512 rows per block, two per thread
+        assert_eq!(check(&[2; 1024]).block_row, vec![0, 512, 1024]);
+        assert_eq!(check(&[1; 1100]).block_row, vec![0, 512, 1024, 1100]);
+    }
+
+    #[test]
+    fn two_rows_per_thread_only_while_a_thread_sums_at_most_max_steps() {
+        // past 256 rows a thread sums two rows alone: a row of 64 (2 * 64 = 128 steps) may
+        // join, a row of 65 (130) may not
+        let mut l = vec![1; 300];
+        l.push(MAX_STEPS / 2);
+        l.extend([1; 100]);
+        assert_eq!(check(&l).block_row, vec![0, 401]);
+        let mut l = vec![1; 300];
+        l.push(MAX_STEPS / 2 + 1);
+        l.extend([1; 100]);
+        assert_eq!(check(&l).block_row, vec![0, 300, 401]);
+        assert_eq!(RowShape::DEFAULT.steps(300, 65), 130);
+        assert_eq!(RowShape::DEFAULT.steps(256, 65), 65);
+        assert_eq!(RowShape::T512.steps(512, 65), 65);
     }
 
     #[test]
