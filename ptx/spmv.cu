@@ -166,9 +166,10 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // Load-balanced CSR (src/gpu/balance.rs describes the row blocks and how they are made).
 //
 // One block of SPGPU_BLOCK threads per row block. A stream block (whole rows, at most
-// SPGPU_BALANCED_ENTRIES entries and SPGPU_BLOCK rows) loads its entries with coalesced reads,
-// keeps the products values[j] * x[col[j]] in shared memory, then sums each row there with a
-// group of threads_per_row(rows) threads and writes y. A chunk block (a piece of a long row,
+// SPGPU_BALANCED_ENTRIES entries and SPGPU_BALANCED_ROWS rows) loads its entries with
+// coalesced reads, keeps the products values[j] * x[col[j]] in shared memory, then sums each
+// row there with a group of threads_per_row(rows) threads (past SPGPU_BLOCK rows, one thread
+// sums two rows alone) and writes y. A chunk block (a piece of a long row,
 // its row flagged with SPGPU_LONG_FLAG) sums its piece; a row of one chunk is written to y
 // by its block, otherwise every chunk block but the last writes its sum to partials[block],
 // and the block of the row's last chunk (chunk_done) waits for them, adds the pieces in
@@ -410,8 +411,8 @@ __device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigne
 
 // Row block b of the balanced kernel, run by BT threads (tid their index) with ENTRIES
 // products and BT / 32 warp sums of shared memory: stream blocks of at most ENTRIES entries
-// and BT rows, chunks of CHUNK entries (the shape of the row blocks, RowShape in
-// src/gpu/balance.rs).
+// and BT rows (SPGPU_BALANCED_ROWS when BT == SPGPU_BLOCK), chunks of CHUNK entries (the
+// shape of the row blocks, RowShape in src/gpu/balance.rs).
 template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, bool SWEEP,
           typename X, typename Sync>
 __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* prod, acc_t* warp_sums, Sync sync,
@@ -476,6 +477,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
     // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
     // below stays as it was.
+    static_assert(SPGPU_BALANCED_ROWS % SPGPU_BLOCK == 0, "whole rows per thread");
     constexpr unsigned RPT = BT == SPGPU_BLOCK ? SPGPU_BALANCED_ROWS / SPGPU_BLOCK : 1;
     if (RPT > 1 && rows > BT) {
         unsigned s[RPT], e[RPT];

@@ -74,6 +74,7 @@ fn matrices() -> Vec<(&'static str, CsrMatrix<f64>)> {
         ),
         ("many long rows among short ones", lengths_csr(&many_long_rows(), 10_000, 12)),
         ("sparse rows, up to two per thread", lengths_csr(&sparse_rows(), 6000, 14)),
+        ("few sparse rows, chunk-major", lengths_csr(&few_sparse_rows(), 6000, 15)),
         (
             // the vector kernel reads a row of 32 * TPR entries or more 4 entries per lane at a
             // time: lengths around that threshold for every TPR, and remainders of 0 to 3
@@ -109,17 +110,37 @@ fn sparse_rows() -> Vec<usize> {
 
 #[test]
 fn sparse_rows_fill_row_blocks_past_one_row_per_thread() {
-    // not a GPU test: that the GPU tests on "sparse rows" run blocks of two rows per thread
-    let a = lengths_csr(&sparse_rows(), 6000, 14);
-    let b = spgpu::gpu::balance::RowBlocks::new(a.row_offsets());
-    let rows: Vec<usize> = b
-        .block_row
-        .windows(2)
-        .filter(|w| w[0] & (1 << 31) == 0)
-        .map(|w| (w[1] & !(1 << 31)) as usize - w[0] as usize)
-        .collect();
-    assert!(rows.iter().any(|&r| r > RowShape::DEFAULT.threads), "{rows:?}");
-    assert!(rows.iter().all(|&r| r <= RowShape::DEFAULT.rows), "{rows:?}");
+    // not a GPU test: that the GPU tests on the sparse matrices run blocks of two rows per
+    // thread, in row order and in chunk-major order
+    use spgpu::gpu::balance::{RowBlocks, LONG_FLAG};
+    let stream_rows = |b: &RowBlocks| -> Vec<usize> {
+        b.block_row
+            .windows(2)
+            .filter(|w| w[0] & LONG_FLAG == 0)
+            .map(|w| (w[1] & !LONG_FLAG) as usize - w[0] as usize)
+            .collect()
+    };
+    let b = RowBlocks::new(lengths_csr(&sparse_rows(), 6000, 14).row_offsets());
+    // 512 rows a block, cut before the row of 65 (two rows of a thread past MAX_STEPS), then
+    // a block of one row per thread up to the first long row (a chunk block)
+    assert_eq!(b.block_row[..7], [0, 512, 1024, 1536, 2000, 2256, 2500 | LONG_FLAG]);
+    assert!(!b.sweep);
+    let few = RowBlocks::new(lengths_csr(&few_sparse_rows(), 6000, 15).row_offsets());
+    assert!(few.sweep, "fewer rows than SWEEP_MAX_ROWS with long rows: chunk-major order");
+    for rows in [stream_rows(&b), stream_rows(&few)] {
+        assert!(rows.iter().any(|&r| r > RowShape::DEFAULT.threads), "{rows:?}");
+        assert!(rows.iter().all(|&r| r <= RowShape::DEFAULT.rows), "{rows:?}");
+    }
+}
+
+/// The first 2000 rows of [`sparse_rows`] with rows of three chunks at 700 and 1500: few
+/// enough rows for chunk-major order.
+fn few_sparse_rows() -> Vec<usize> {
+    let mut l = sparse_rows();
+    l.truncate(2000);
+    l[700] = 5000;
+    l[1500] = 4500;
+    l
 }
 
 /// 20000 rows of 0..=6 entries with every 997th row of 3000 to 9000.

@@ -189,6 +189,12 @@ fn kernel_constants_match_the_host() {
     assert_eq!(define("common.cuh", "SPGPU_BLOCK"), balance::BLOCK_THREADS as u64);
     assert_eq!(define("spmv.cu", "SPGPU_BALANCED_ENTRIES"), balance::BLOCK_ENTRIES as u64);
     assert_eq!(define("spmv.cu", "SPGPU_BALANCED_CHUNK"), balance::CHUNK_ENTRIES as u64);
+    // more rows per block on the host than the kernel sums would leave rows unwritten
+    assert_eq!(define("spmv.cu", "SPGPU_BALANCED_ROWS"), balance::BLOCK_ROWS as u64);
+    for s in balance::RowShape::ALL {
+        let kernel_rows = if s.threads == balance::BLOCK_THREADS { balance::BLOCK_ROWS } else { s.threads };
+        assert_eq!(s.rows, kernel_rows, "rows per block of the {}-thread shape", s.threads);
+    }
     assert_eq!(define("spmv.cu", "SPGPU_LONG_FLAG"), u64::from(balance::LONG_FLAG));
     assert_eq!(define("spmv.cu", "SPGPU_SELL_CHUNK"), sell::CHUNK as u64);
     assert_eq!(define("spmv.cu", "SPGPU_HOT_FLAG"), u64::from(hot::HOT_FLAG));

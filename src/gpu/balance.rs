@@ -80,8 +80,9 @@ pub const CHUNK_ENTRIES: usize = 2048;
 
 /// A row joins a stream block only while each thread needs at most this many steps to sum
 /// its rows (`ceil(longest / threads_per_row)`, times the rows per thread in a block of more
-/// rows than threads; each thread keeps 4 partial sums per row, so 128 steps of one row are
-/// 32 dependent shared-memory reads). On the H200, 128 beat 64 by 0-2% on R-MAT and
+/// rows than threads). With one row per thread or group, each thread keeps 4 partial sums, so
+/// 128 steps are 32 dependent shared-memory reads; a thread summing two rows keeps one sum
+/// per row, so up to 128 dependent reads (rows of at most 64 entries). On the H200, 128 beat 64 by 0-2% on R-MAT and
 /// web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks matter more than
 /// a long row's wait.
 pub const MAX_STEPS: usize = 128;
@@ -108,10 +109,12 @@ fn sweep_enabled() -> bool {
 }
 
 /// The shape of a matrix's row blocks: the threads of a block, the entries and rows of a
-/// stream block, and the entries of a chunk. [`RowShape::DEFAULT`] is the constants above; the
+/// stream block, and the entries of a chunk. Only the shapes of [`RowShape::ALL`] have
+/// kernels. [`RowShape::DEFAULT`] is the constants above; the
 /// kernel of each shape is compiled apart (`spmv_csr_balanced<threads>_<scalar>` in
 /// `ptx/spmv.cu` for the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct RowShape {
     /// Threads per block (at most 32 per row; a multiple of 32).
     pub threads: usize,
@@ -332,9 +335,9 @@ pub const LONG_FLAG: u32 = 1 << 31;
 const PIECE_ROWS: usize = 1 << 16;
 
 /// Threads that sum one row in a stream block of `rows` rows: the largest power of two `t`
-/// with `rows * t <= BLOCK_THREADS`, at most 32 (a warp: the group reduces with shuffles);
-/// 1 past [`BLOCK_THREADS`] rows, where each thread sums more than one row. The kernel
-/// computes the same from the row count.
+/// with `rows * t <= BLOCK_THREADS`, at most 32 (a warp: the group reduces with shuffles),
+/// as the kernel computes it from the row count; 1 past [`BLOCK_THREADS`] rows, where the
+/// kernel takes a path of its own in which each thread sums two rows.
 ///
 /// ```
 /// use spgpu::gpu::balance::threads_per_row;
@@ -776,6 +779,17 @@ mod tests {
         fn any_row_lengths_give_a_valid_partition(
             lengths in prop::collection::vec(
                 prop_oneof![8 => 0usize..12, 2 => 0usize..300, 1 => 0usize..3 * CHUNK_ENTRIES], 0..600)
+        ) {
+            check(&lengths);
+        }
+
+        #[test]
+        fn sparse_rows_give_a_valid_partition(
+            // mostly empty or short rows (blocks of more rows than threads), now and then a
+            // row near the two-rows step bound or a long one
+            lengths in prop::collection::vec(
+                prop_oneof![30 => 0usize..2, 6 => 0usize..4, 1 => 60usize..70, 1 => 0usize..3 * CHUNK_ENTRIES],
+                0..3000)
         ) {
             check(&lengths);
         }
