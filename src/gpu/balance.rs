@@ -78,13 +78,13 @@ pub const BLOCK_ROWS: usize = 2 * BLOCK_THREADS;
 /// this many entries is one chunk, whose block writes `y` itself.
 pub const CHUNK_ENTRIES: usize = 2048;
 
-/// A row joins a stream block only while each thread needs at most this many steps to sum
-/// its rows (`ceil(longest / threads_per_row)`, times the rows per thread in a block of more
-/// rows than threads). With one row per thread or group, each thread keeps 4 partial sums, so
-/// 128 steps are 32 dependent shared-memory reads; a thread summing two rows keeps one sum
-/// per row, so up to 128 dependent reads (rows of at most 64 entries). On the H200, 128 beat 64 by 0-2% on R-MAT and
-/// web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks matter more than
-/// a long row's wait.
+/// A row joins a stream block only while each thread needs at most this many steps to sum its
+/// rows (`ceil(longest / threads_per_row)`, times the rows per thread in a block of more rows
+/// than threads). With one row per thread or group, each thread keeps 4 partial sums, so 128
+/// steps are 32 dependent shared-memory reads; a thread summing two rows keeps one sum per row,
+/// so up to 128 dependent reads (rows of at most 64 entries). On the H200, 128 beat 64 by 0-2%
+/// on R-MAT and web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks
+/// matter more than a long row's wait.
 pub const MAX_STEPS: usize = 128;
 
 /// Matrices of fewer rows than this (2816: those a warp per row cannot fill the GPU with,
@@ -144,8 +144,9 @@ impl RowShape {
     }
 
     /// Threads that sum one row in a stream block of `rows` rows: the largest power of two
-    /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles);
-    /// 1 when `rows > threads`. The kernel computes the same from the row count.
+    /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles),
+    /// as the kernel computes it from the row count; 1 when `rows > threads`, where the kernel
+    /// takes a path of its own in which each thread sums its rows alone.
     pub fn threads_per_row(self, rows: usize) -> usize {
         let t = self.threads / rows.max(1);
         if t == 0 {
