@@ -222,7 +222,10 @@ __device__ void cg_spmv_csr_alpha(unsigned nrows, const unsigned* __restrict__ o
 }
 
 // q = A p for column-major ELLPACK (padding slots skipped) fused with p'q -> alpha; C: how
-// the columns are stored (WideCols or NarrowCols, common.cuh).
+// the columns are stored (WideCols or NarrowCols, common.cuh). The rows' sums are those of
+// spmv_ell (slot_sum); the kernels are bounded to 8 blocks per SM (32 registers), so that
+// CG_MAX_BLOCKS blocks are resident at once (slot_sum took 40 registers in f64 unbounded).
+#define CG_ELL_BLOCKS_PER_SM 8
 template <typename T, typename C>
 __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, C cols, const T* __restrict__ vals,
                                   const T* __restrict__ p, T* __restrict__ q, double* s, double* partials,
@@ -230,14 +233,8 @@ __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, C cols, const 
     if (stopped(s)) return;
     double pq = 0.0, unused = 0.0;
     GRID_STRIDE(row, nrows) {
-        acc_t sum = 0.0;
-        unsigned slot = (unsigned)row;  // row < nrows; (width + 1) * nrows fits 32 bits (checked)
-        for (unsigned k = 0; k < width; ++k, slot += nrows) {
-            unsigned c;
-            if (cols.template at<false>(slot, (unsigned)row, c)) {
-                sum += acc_t(ldg(vals + slot)) * acc_t(ldg(p + c));
-            }
-        }
+        // row < nrows; (width + 1) * nrows fits 32 bits (checked)
+        const acc_t sum = slot_sum<SPGPU_ELL_BATCH, false>(cols, vals, p, unsigned(row), nrows, width, unsigned(row));
         const T qi = T(sum);
         q[row] = qi;
         pq += double(ldg(p + row)) * double(qi);
@@ -409,15 +406,15 @@ __device__ void cg_scale(unsigned n, double alpha, T* __restrict__ a) {
                                                      unsigned* ticket) {                                           \
         cg_spmv_csr_alpha<T>(nrows, offsets, cols, vals, p, q, s, partials, ticket);                               \
     }                                                                                                              \
-    extern "C" __global__ void cg_spmv_ell_alpha_##T(unsigned nrows, unsigned width, const unsigned* cols,         \
-                                                     const T* vals, const T* p, T* q, double* s, double* partials,  \
-                                                     unsigned* ticket) {                                           \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK, CG_ELL_BLOCKS_PER_SM)                               \
+        cg_spmv_ell_alpha_##T(unsigned nrows, unsigned width, const unsigned* cols, const T* vals, const T* p,     \
+                              T* q, double* s, double* partials, unsigned* ticket) {                              \
         cg_spmv_ell_alpha<T>(nrows, width, WideCols{cols}, vals, p, q, s, partials, ticket);                       \
     }                                                                                                              \
-    extern "C" __global__ void cg_spmv_ell16_alpha_##T(unsigned nrows, unsigned width,                             \
-                                                       const unsigned short* col_offsets, const T* vals,            \
-                                                       const T* p, T* q, double* s, double* partials,               \
-                                                       unsigned* ticket) {                                          \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK, CG_ELL_BLOCKS_PER_SM)                               \
+        cg_spmv_ell16_alpha_##T(unsigned nrows, unsigned width, const unsigned short* col_offsets,                 \
+                                const T* vals, const T* p, T* q, double* s, double* partials,                      \
+                                unsigned* ticket) {                                                                \
         cg_spmv_ell_alpha<T>(nrows, width, NarrowCols{col_offsets}, vals, p, q, s, partials, ticket);              \
     }                                                                                                              \
     extern "C" __global__ void cg_update_##T(unsigned n, T* x, T* r, const T* p, const T* q, const T* dinv,        \

@@ -95,17 +95,23 @@ SPGPU_LD_GATHER(double, "f64", "d")
 #endif
 
 // The two ways ELL and SELL slots store their columns (src/gpu/narrow.rs on the Rust side).
-// `at<STREAM>(slot, row, col)` says whether the slot of row `row` holds an entry and puts its
-// column in `col`; STREAM reads with the evict-first policy (ldcs) instead of ldg.
+// `load<STREAM>(slot)` reads a slot's stored code (`raw_t`; STREAM reads with the evict-first
+// policy, ldcs, instead of ldg), and `decode(raw, row, col)` says whether the code, in a slot
+// of row `row`, is an entry, and puts its column in `col`. PADDING is the code of padding.
 //
 // WideCols: the column itself, SPGPU_ELL_PADDING in padding slots.
 struct WideCols {
     static constexpr bool NARROW = false;
     const unsigned* __restrict__ c;
+    typedef unsigned raw_t;
+    static constexpr raw_t PADDING = SPGPU_ELL_PADDING;
     template <bool STREAM, typename S>
-    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
-        col = STREAM ? ldcs(c + slot) : ldg(c + slot);
-        return col != SPGPU_ELL_PADDING;
+    __device__ __forceinline__ raw_t load(S slot) const {
+        return STREAM ? ldcs(c + slot) : ldg(c + slot);
+    }
+    __device__ __forceinline__ bool decode(raw_t raw, unsigned, unsigned& col) const {
+        col = raw;
+        return raw != SPGPU_ELL_PADDING;
     }
 };
 
@@ -120,9 +126,13 @@ struct WideCols {
 struct NarrowCols {
     static constexpr bool NARROW = true;
     const unsigned short* __restrict__ c;
+    typedef unsigned short raw_t;
+    static constexpr raw_t PADDING = SPGPU_NARROW_PADDING;
     template <bool STREAM, typename S>
-    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
-        const unsigned short d = STREAM ? ldcs(c + slot) : ldg(c + slot);
+    __device__ __forceinline__ raw_t load(S slot) const {
+        return STREAM ? ldcs(c + slot) : ldg(c + slot);
+    }
+    __device__ __forceinline__ bool decode(raw_t d, unsigned row, unsigned& col) const {
         col = row + unsigned(int(short(d)));
         return d != SPGPU_NARROW_PADDING;
     }
@@ -141,9 +151,13 @@ struct FarCols {
     static constexpr bool NARROW = true;
     const unsigned short* __restrict__ c;
     const unsigned* __restrict__ far;
+    typedef unsigned short raw_t;
+    static constexpr raw_t PADDING = SPGPU_NARROW_PADDING;
     template <bool STREAM, typename S>
-    __device__ __forceinline__ bool at(S slot, unsigned row, unsigned& col) const {
-        const unsigned short d = STREAM ? ldcs(c + slot) : ldg(c + slot);
+    __device__ __forceinline__ raw_t load(S slot) const {
+        return STREAM ? ldcs(c + slot) : ldg(c + slot);
+    }
+    __device__ __forceinline__ bool decode(raw_t d, unsigned row, unsigned& col) const {
         const unsigned code = unsigned(d) - SPGPU_FAR_CODE;
         col = code < SPGPU_FAR_SLOTS ? ldg(far + code) : row + unsigned(int(short(d)));
         return d != SPGPU_NARROW_PADDING;
@@ -170,4 +184,72 @@ __device__ __forceinline__ acc_t group_sum(acc_t v) {
         v += __shfl_down_sync(0xffffffffu, v, offset, WIDTH);
     }
     return v;
+}
+
+// Slots per batch of slot_sum: 8 in the ELL kernels, 4 in the SELL kernels. H200, two
+// rounds, 26 ELL and SELL matrices (docs/perf/2026-11-26-s27-h200-slot-batches-*): SELL with
+// 8 lost 2-5% in f32 on circuits and stencil27 against 4; ELL with 4 lost on long rows
+// (longrows:50000:7 f32 214.8 against 191.0 us) and lap2d (50.2 against 46.1 us).
+#define SPGPU_ELL_BATCH 8
+#define SPGPU_SELL_BATCH 4
+
+// The low 32 bits of a value.
+__device__ __forceinline__ unsigned low_bits(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned low_bits(double v) { return unsigned(__double_as_longlong(v)); }
+
+// One batch of slot_sum: slots slot + j * stride for j < n (n <= BATCH; FULL: n == BATCH, and
+// no slot is checked). Every column and value is loaded first, then the gathers of x.
+//
+// `zero` is 0, but the compiler cannot know it: each slot's column code gets
+// `low_bits(value) & zero` added, so that it depends on the value's load. Without that tie,
+// ptxas issued the value loads after the first gather, which waits for the columns: two DRAM
+// round trips per batch instead of one (Nsight Compute's stall samples on circuit:3000000,
+// H200, session 27). With it, the batch's column and value loads leave together. The sums do
+// not change: the code is the same number.
+template <unsigned BATCH, bool FULL, bool STREAM, typename T, typename S, typename C>
+__device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
+                                           S stride, unsigned n, unsigned row, unsigned zero, acc_t& sum) {
+    typename C::raw_t raw[BATCH];
+    T v[BATCH];
+#pragma unroll
+    for (unsigned j = 0; j < BATCH; ++j) {
+        raw[j] = C::PADDING;
+        v[j] = T(0);
+        if (FULL || j < n) {
+            raw[j] = cols.template load<STREAM>(slot + j * stride);
+            v[j] = STREAM ? ldcs(vals + slot + j * stride) : ldg(vals + slot + j * stride);
+        }
+    }
+#pragma unroll
+    for (unsigned j = 0; j < BATCH; ++j) {
+        unsigned c;
+        raw[j] += typename C::raw_t(low_bits(v[j]) & zero);
+        if (cols.decode(raw[j], row, c)) {
+            sum += acc_t(v[j]) * acc_t(ldg(x + c));
+        }
+    }
+}
+
+// The sum of one row's `width` slots slot, slot + stride, ... (ELL and SELL; `width` is the
+// same for every thread of a warp): whole batches of BATCH slots, then one batch of the
+// slots left, each batch's loads before its gathers. The products are added in slot order.
+// Before session 27 the loop was `#pragma unroll 4` over single slots: its remainder loop
+// waited for each slot's column before loading the slot's value and x, and rows of 5 to 13
+// slots spent most of their time there. H200, against it (same runs as above): circuits
+// 0.90x-0.92x the time in f32 and 0.92x-0.95x in f64, lap3d:150 f32 0.83x, stencil27:100
+// f32 0.91x, geometric mean 0.93x (f32) and 0.97x-0.98x (f64).
+template <unsigned BATCH, bool STREAM, typename T, typename S, typename C>
+__device__ __forceinline__ acc_t slot_sum(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
+                                          S stride, unsigned width, unsigned row) {
+    const unsigned zero = row >> 31;  // rows are below 2^31 (INDEX_LIMIT)
+    acc_t sum = 0;
+    unsigned k = 0;
+#pragma unroll 1
+    for (; k + BATCH <= width; k += BATCH, slot += BATCH * stride) {
+        slot_batch<BATCH, true, STREAM>(cols, vals, x, slot, stride, BATCH, row, zero, sum);
+    }
+    if (k < width) {
+        slot_batch<BATCH, false, STREAM>(cols, vals, x, slot, stride, width - k, row, zero, sum);
+    }
+    return sum;
 }

@@ -134,9 +134,9 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 }
 
 // ELLPACK, column-major: one thread per row; slot k of row i is at k*nrows + i, so a warp
-// reads 32 consecutive slots. Every slot's column and value are loaded unconditionally (a
-// padding slot holds value 0), so the loads of all slots are independent and overlap;
-// only the read of x is skipped for padding (column SPGPU_ELL_PADDING). S is the slot index
+// reads 32 consecutive slots. Every slot's column and value are loaded (a padding slot holds
+// value 0), SPGPU_ELL_BATCH slots at a time (slot_sum, common.cuh); only the read of x is
+// skipped for padding (column SPGPU_ELL_PADDING). S is the slot index
 // type: 32-bit while (width + 1) * nrows fits it, else 64-bit. C: how columns are stored
 // (WideCols or NarrowCols, common.cuh).
 template <typename T, typename S, typename C>
@@ -146,19 +146,7 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
     if (row >= nrows) {
         return;
     }
-    acc_t sum = 0;
-    if (alpha != T(0)) {
-        S slot = row;
-#pragma unroll 4
-        for (unsigned k = 0; k < width; ++k, slot += nrows) {
-            unsigned c;
-            const bool entry = cols.template at<false>(slot, row, c);
-            const T v = ldg(values + slot);
-            if (entry) {
-                sum += acc_t(v) * acc_t(ldg(x + c));
-            }
-        }
-    }
+    const acc_t sum = alpha != T(0) ? slot_sum<SPGPU_ELL_BATCH, false>(cols, values, x, S(row), S(nrows), width, row) : acc_t(0);
     store_axpby(y, row, alpha, sum, beta);
 }
 
@@ -696,19 +684,7 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
     const O base = ldg(slice_ptr + s);
     const unsigned width = unsigned((ldg(slice_ptr + s + 1) - base) / 32);
     const unsigned row = ldg(perm + p);
-    acc_t sum = 0;
-    if (alpha != T(0)) {
-        O slot = base + lane;
-#pragma unroll 4
-        for (unsigned k = 0; k < width; ++k, slot += 32) {
-            unsigned c;
-            const bool entry = cols.template at<true>(slot, row, c);
-            const T v = ldcs(vals + slot);
-            if (entry) {
-                sum += acc_t(v) * acc_t(ldg(x + c));
-            }
-        }
-    }
+    const acc_t sum = alpha != T(0) ? slot_sum<SPGPU_SELL_BATCH, true>(cols, vals, x, O(base + lane), O(32), width, row) : acc_t(0);
     store_axpby(y, row, alpha, sum, beta);
 }
 
