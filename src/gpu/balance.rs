@@ -143,6 +143,16 @@ impl RowShape {
         RowShape::ALL.into_iter().find(|s| s.threads == threads)
     }
 
+    /// The shape in words, for [`explain`](super::SpmvPlan::explain).
+    ///
+    /// ```
+    /// use spgpu::gpu::balance::RowShape;
+    /// assert_eq!(RowShape::DEFAULT.describe(), "256 threads, up to 1024 entries and 512 rows");
+    /// ```
+    pub fn describe(self) -> String {
+        format!("{} threads, up to {} entries and {} rows", self.threads, self.entries, self.rows)
+    }
+
     /// Threads that sum one row in a stream block of `rows` rows: the largest power of two
     /// `t` with `rows * t <= threads`, at most 32 (a warp: the group reduces with shuffles),
     /// as the kernel computes it from the row count; 1 when `rows > threads`, where the kernel
@@ -215,7 +225,7 @@ pub const BALANCED_THREADS_ENV: &str = "SPGPU_BALANCED_THREADS";
 /// columns, and why (for [`SpmvPlan::explain`](super::SpmvPlan::explain)): `forced` if
 /// given, else the one [`BALANCED_THREADS_ENV`] names, else the rule of [`LOCAL_MIN_SHARE`].
 pub fn choose_shape(row_offsets: &[u64], col_indices: &[u32], forced: Option<RowShape>) -> (RowShape, String) {
-    let describe = |s: RowShape| format!("{} threads, {} entries", s.threads, s.entries);
+    let describe = RowShape::describe;
     if let Some(s) = forced {
         return (s, format!("{} (forced)", describe(s)));
     }

@@ -776,7 +776,7 @@ impl<T: Scalar> DeviceCsr<T> {
             (&self.storage, self.plan.kernel())
         {
             let how = if choice.row_shape().is_some() { "forced" } else { "the blocks the matrix had, or the default" };
-            let why = format!("{} threads, {} entries ({how})", b.shape.threads, b.shape.entries);
+            let why = format!("{} ({how})", b.shape.describe());
             self.plan.set_blocks(b.shape, blocks_note(b.sweep, why));
         }
         self.plan.set_memory(self.device_bytes(), self.csr_bytes());
