@@ -223,8 +223,10 @@ __device__ void cg_spmv_csr_alpha(unsigned nrows, const unsigned* __restrict__ o
 
 // q = A p for column-major ELLPACK (padding slots skipped) fused with p'q -> alpha; C: how
 // the columns are stored (WideCols or NarrowCols, common.cuh). The rows' sums are those of
-// spmv_ell (slot_sum); the kernels are bounded to 8 blocks per SM (32 registers), so that
-// CG_MAX_BLOCKS blocks are resident at once (slot_sum took 40 registers in f64 unbounded).
+// spmv_ell (slot_sum); the kernels are bounded to 8 blocks per SM (32 registers), so that on
+// the 132-SM H100 and H200 CG_MAX_BLOCKS blocks are resident at once (slot_sum took 40
+// registers in f64 unbounded). Residency only matters for speed: the grid's reduction waits
+// for no block.
 #define CG_ELL_BLOCKS_PER_SM 8
 template <typename T, typename C>
 __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, C cols, const T* __restrict__ vals,

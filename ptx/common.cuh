@@ -188,8 +188,8 @@ __device__ __forceinline__ acc_t group_sum(acc_t v) {
 
 // Slots per batch of slot_sum: 8 in the ELL kernels, 4 in the SELL kernels. H200, two
 // rounds, 26 ELL and SELL matrices (docs/perf/2026-11-26-s27-h200-slot-batches-*): SELL with
-// 8 lost 2-5% in f32 on circuits and stencil27 against 4; ELL with 4 lost on long rows
-// (longrows:50000:7 f32 214.8 against 191.0 us) and lap2d (50.2 against 46.1 us).
+// 8 lost 2-6% in f32 on the circuits and 3% on stencil27:100 against 4; ELL with 4 lost on
+// long rows (longrows:50000:7 f32 214.8 against 191.0 us) and lap2d (50.2 against 46.1 us).
 #define SPGPU_ELL_BATCH 8
 #define SPGPU_SELL_BATCH 4
 
@@ -202,10 +202,12 @@ __device__ __forceinline__ unsigned low_bits(double v) { return unsigned(__doubl
 //
 // `zero` is 0, but the compiler cannot know it: each slot's column code gets
 // `low_bits(value) & zero` added, so that it depends on the value's load. Without that tie,
-// ptxas issued the value loads after the first gather, which waits for the columns: two DRAM
-// round trips per batch instead of one (Nsight Compute's stall samples on circuit:3000000,
-// H200, session 27). With it, the batch's column and value loads leave together. The sums do
-// not change: the code is the same number.
+// ptxas issued some of a batch's value loads only after a load that waits for the columns
+// (a far-column table read or a gather): two DRAM round trips per batch instead of one. That
+// is what Nsight Compute's stall samples showed for the old loop on circuit:3000000 (H200,
+// session 27), and nvcc 11.8's SASS of the batched loop without the tie. With it, the
+// driver-compiled SASS issues the batch's column and value loads together. The sums do not
+// change: the code is the same number.
 template <unsigned BATCH, bool FULL, bool STREAM, typename T, typename S, typename C>
 __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
                                            S stride, unsigned n, unsigned row, unsigned zero, acc_t& sum) {
@@ -234,8 +236,9 @@ __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, c
 // same for every thread of a warp): whole batches of BATCH slots, then one batch of the
 // slots left, each batch's loads before its gathers. The products are added in slot order.
 // Before session 27 the loop was `#pragma unroll 4` over single slots: its remainder loop
-// waited for each slot's column before loading the slot's value and x, and rows of 5 to 13
-// slots spent most of their time there. H200, against it (same runs as above): circuits
+// waited for each slot's column before loading the slot's value and x: about half of the
+// stall samples on lap3d:150 (7 slots), a quarter on circuit:3000000 and a fifth on
+// geo:4000000 were in that loop. H200, against it (same runs as above): circuits
 // 0.90x-0.92x the time in f32 and 0.92x-0.95x in f64, lap3d:150 f32 0.83x, stencil27:100
 // f32 0.91x, geometric mean 0.93x (f32) and 0.97x-0.98x (f64).
 template <unsigned BATCH, bool STREAM, typename T, typename S, typename C>

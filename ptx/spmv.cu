@@ -136,7 +136,7 @@ __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__
 // ELLPACK, column-major: one thread per row; slot k of row i is at k*nrows + i, so a warp
 // reads 32 consecutive slots. Every slot's column and value are loaded (a padding slot holds
 // value 0), SPGPU_ELL_BATCH slots at a time (slot_sum, common.cuh); only the read of x is
-// skipped for padding (column SPGPU_ELL_PADDING). S is the slot index
+// skipped for padding (the Cols type's PADDING code). S is the slot index
 // type: 32-bit while (width + 1) * nrows fits it, else 64-bit. C: how columns are stored
 // (WideCols or NarrowCols, common.cuh).
 template <typename T, typename S, typename C>
