@@ -236,7 +236,8 @@ __device__ void cg_spmv_ell_alpha(unsigned nrows, unsigned width, C cols, const 
     double pq = 0.0, unused = 0.0;
     GRID_STRIDE(row, nrows) {
         // row < nrows; (width + 1) * nrows fits 32 bits (checked)
-        const acc_t sum = slot_sum<SPGPU_ELL_BATCH, false>(cols, vals, p, unsigned(row), nrows, width, unsigned(row));
+        const acc_t sum =
+            slot_sum<SPGPU_ELL_BATCH, false, true>(cols, vals, p, unsigned(row), nrows, width, unsigned(row));
         const T qi = T(sum);
         q[row] = qi;
         pq += double(ldg(p + row)) * double(qi);

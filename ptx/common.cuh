@@ -207,8 +207,12 @@ __device__ __forceinline__ unsigned low_bits(double v) { return unsigned(__doubl
 // is what Nsight Compute's stall samples showed for the old loop on circuit:3000000 (H200,
 // session 27), and nvcc 11.8's SASS of the batched loop without the tie. With it, the
 // driver-compiled SASS issues the batch's column and value loads together. The sums do not
-// change: the code is the same number.
-template <unsigned BATCH, bool FULL, bool STREAM, typename T, typename S, typename C>
+// change: the code is the same number. TIE turns it off: the SELL kernels tie only in f32
+// (f64 untied, H100, two rounds, 16 SELL matrices, perf/2026-11-26-s27-h100-sell-f64-tie-*:
+// 0.995x the time in geometric mean, banded:300000:100 0.971x, random geometric graphs
+// 0.987x-0.994x, circuits 1.000x-1.009x; on the H200 the untied batches of round 2 had been
+// faster there too).
+template <unsigned BATCH, bool FULL, bool STREAM, bool TIE, typename T, typename S, typename C>
 __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
                                            S stride, unsigned n, unsigned row, unsigned zero, acc_t& sum) {
     typename C::raw_t raw[BATCH];
@@ -225,7 +229,9 @@ __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, c
 #pragma unroll
     for (unsigned j = 0; j < BATCH; ++j) {
         unsigned c;
-        raw[j] += typename C::raw_t(low_bits(v[j]) & zero);
+        if (TIE) {
+            raw[j] += typename C::raw_t(low_bits(v[j]) & zero);
+        }
         if (cols.decode(raw[j], row, c)) {
             sum += acc_t(v[j]) * acc_t(ldg(x + c));
         }
@@ -241,7 +247,7 @@ __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, c
 // geo:4000000 were in that loop. H200, against it (same runs as above): circuits
 // 0.90x-0.92x the time in f32 and 0.92x-0.95x in f64, lap3d:150 f32 0.83x, stencil27:100
 // f32 0.91x, geometric mean 0.93x (f32) and 0.97x-0.98x (f64).
-template <unsigned BATCH, bool STREAM, typename T, typename S, typename C>
+template <unsigned BATCH, bool STREAM, bool TIE, typename T, typename S, typename C>
 __device__ __forceinline__ acc_t slot_sum(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
                                           S stride, unsigned width, unsigned row) {
     const unsigned zero = row >> 31;  // rows are below 2^31 (INDEX_LIMIT)
@@ -249,10 +255,10 @@ __device__ __forceinline__ acc_t slot_sum(C cols, const T* __restrict__ vals, co
     unsigned k = 0;
 #pragma unroll 1
     for (; k + BATCH <= width; k += BATCH, slot += BATCH * stride) {
-        slot_batch<BATCH, true, STREAM>(cols, vals, x, slot, stride, BATCH, row, zero, sum);
+        slot_batch<BATCH, true, STREAM, TIE>(cols, vals, x, slot, stride, BATCH, row, zero, sum);
     }
     if (k < width) {
-        slot_batch<BATCH, false, STREAM>(cols, vals, x, slot, stride, width - k, row, zero, sum);
+        slot_batch<BATCH, false, STREAM, TIE>(cols, vals, x, slot, stride, width - k, row, zero, sum);
     }
     return sum;
 }

@@ -146,7 +146,10 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
     if (row >= nrows) {
         return;
     }
-    const acc_t sum = alpha != T(0) ? slot_sum<SPGPU_ELL_BATCH, false>(cols, values, x, S(row), S(nrows), width, row) : acc_t(0);
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        sum = slot_sum<SPGPU_ELL_BATCH, false, true>(cols, values, x, S(row), S(nrows), width, row);
+    }
     store_axpby(y, row, alpha, sum, beta);
 }
 
@@ -684,7 +687,11 @@ __device__ __forceinline__ void sell(unsigned nsorted, unsigned nslice_blocks, c
     const O base = ldg(slice_ptr + s);
     const unsigned width = unsigned((ldg(slice_ptr + s + 1) - base) / 32);
     const unsigned row = ldg(perm + p);
-    const acc_t sum = alpha != T(0) ? slot_sum<SPGPU_SELL_BATCH, true>(cols, vals, x, O(base + lane), O(32), width, row) : acc_t(0);
+    acc_t sum = 0;
+    if (alpha != T(0)) {
+        // the tie only in f32 (slot_batch, common.cuh)
+        sum = slot_sum<SPGPU_SELL_BATCH, true, sizeof(T) == 4>(cols, vals, x, O(base + lane), O(32), width, row);
+    }
     store_axpby(y, row, alpha, sum, beta);
 }
 
