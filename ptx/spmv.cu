@@ -237,36 +237,41 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
 // across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
-template <typename T, unsigned PER, unsigned BT>
+// With TIE (the stream blocks of the balanced kernels), each column gets
+// `low_bits(value) & zero` added (zero is 0, which the compiler cannot know), the tie of
+// slot_sum in common.cuh: without it, ptxas issued the 512-thread kernels' value loads only
+// after the first gathers, which wait for the columns (one more DRAM round trip per row
+// block). The chunks of long rows are not tied: on the H200 (session 28) the tie there made
+// the SELL kernel 2-4% slower on the circuits, whose few long rows are chunks.
+template <typename T, unsigned PER, unsigned BT, bool TIE>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
                                              unsigned n, unsigned tid, unsigned (&c)[PER], T (&v)[PER]) {
+    const unsigned zero = n >> 31;  // n <= CHUNK
 #pragma unroll
     for (unsigned k = 0; k < PER; ++k) {
         const unsigned i = tid + k * BT;
         c[k] = i < n ? ld_stream(cols + i) : 0u;
         v[k] = i < n ? ld_stream(vals + i) : T(0);
+        if (TIE) {
+            c[k] += low_bits(v[k]) & zero;
+        }
     }
 }
 
-// The products values[i] * x[cols[i]] of a stream block's n entries (n <= PER * BT) into
-// prod[i], loaded PER per thread with coalesced reads, then a barrier of the row block;
-// nothing when alpha == 0. Every thread of the row block must call it.
+// The products v[k] * x[c[k]] of a stream block's entries tid + k * BT below m (loaded by
+// load_entries) into prod[tid + k * BT], then a barrier of the row block. Every thread of the
+// row block must call it.
 template <typename T, unsigned PER, unsigned BT, typename X, typename Sync>
-__device__ __forceinline__ void stream_products(const unsigned* __restrict__ cols, const T* __restrict__ vals,
-                                                unsigned n, X xv, T alpha, unsigned tid, acc_t* prod, Sync sync) {
-    if (alpha != T(0)) {
-        unsigned c[PER];
-        T v[PER];
-        load_entries<T, PER, BT>(cols, vals, n, tid, c, v);
+__device__ __forceinline__ void entry_products(const unsigned (&c)[PER], const T (&v)[PER], unsigned m, X xv,
+                                               unsigned tid, acc_t* prod, Sync sync) {
 #pragma unroll
-        for (unsigned k = 0; k < PER; ++k) {
-            const unsigned i = tid + k * BT;
-            if (i < n) {
-                prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
-            }
+    for (unsigned k = 0; k < PER; ++k) {
+        const unsigned i = tid + k * BT;
+        if (i < m) {
+            prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
         }
-        sync();
     }
+    sync();
 }
 
 // The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the row block of BT
@@ -288,7 +293,7 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
             const unsigned m = n > at ? n - at : 0u;
             unsigned c[BATCH];
             T v[BATCH];
-            load_entries<T, BATCH, BT>(cols + at, vals + at, m, tid, c, v);
+            load_entries<T, BATCH, BT, false>(cols + at, vals + at, m, tid, c, v);
 #pragma unroll
             for (unsigned k = 0; k < BATCH; ++k) {
                 if (tid + k * BT < m) {
@@ -412,7 +417,9 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                                                const T* __restrict__ values, X xv, T alpha, T beta,
                                                T* __restrict__ y, const unsigned* __restrict__ block_row,
                                                const O* __restrict__ block_entry, acc_t* __restrict__ partials) {
+    // The block's bounds, all read at once (a chunk block does not use next_tag).
     const unsigned row_tag = ldg(block_row + b);
+    const unsigned next_tag = ldg(block_row + b + 1);
     const O e0 = ldg(block_entry + b);
     const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most CHUNK
     constexpr unsigned PER_THREAD = ENTRIES / BT;
@@ -460,10 +467,20 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
         return;
     }
 
-    // A stream block: rows r0..r1, each summed by a group of tpr threads.
+    // A stream block: rows r0..r1. Its entries' loads are issued first, then its rows'
+    // offsets: both need only the block's bounds, so both are in flight at once, and the
+    // gathers of x follow one round trip later. (With the offsets read first and the entries
+    // under a branch on alpha, ptxas waited for the offsets before it issued the entries'
+    // loads: the Nsight Compute profile of web:4000000 f32 on the H200, session 27, had 12%
+    // of the stall samples on the bounds and offsets, read in three round trips.) Nothing
+    // is read when alpha == 0 (m = 0, no group active).
     const unsigned r0 = row_tag;
-    const unsigned r1 = ldg(block_row + b + 1) & ~SPGPU_LONG_FLAG;
+    const unsigned r1 = next_tag & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
+    const unsigned m = alpha != T(0) ? n : 0u;
+    unsigned c[PER_THREAD];
+    T v[PER_THREAD];
+    load_entries<T, PER_THREAD, BT, true>(col_indices + e0, values + e0, m, tid, c, v);
     // Blocks of SPGPU_BLOCK threads may hold up to SPGPU_BALANCED_ROWS rows (2 per thread; the
     // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
     // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
@@ -471,24 +488,24 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     static_assert(SPGPU_BALANCED_ROWS % SPGPU_BLOCK == 0, "whole rows per thread");
     constexpr unsigned RPT = BT == SPGPU_BLOCK ? SPGPU_BALANCED_ROWS / SPGPU_BLOCK : 1;
     if (RPT > 1 && rows > BT) {
-        unsigned s[RPT], e[RPT];
+        O s[RPT], e[RPT];
 #pragma unroll
         for (unsigned k = 0; k < RPT; ++k) {
             const unsigned g = tid + k * BT;
-            s[k] = 0;
-            e[k] = 0;
+            s[k] = e0;
+            e[k] = e0;
             if (g < rows && alpha != T(0)) {
-                s[k] = unsigned(ldg(row_offsets + (r0 + g)) - e0);
-                e[k] = unsigned(ldg(row_offsets + (r0 + g + 1)) - e0);
+                s[k] = ldg(row_offsets + (r0 + g));
+                e[k] = ldg(row_offsets + (r0 + g + 1));
             }
         }
-        stream_products<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, xv, alpha, tid, prod, sync);
+        entry_products<T, PER_THREAD, BT>(c, v, m, xv, tid, prod, sync);
 #pragma unroll
         for (unsigned k = 0; k < RPT; ++k) {
             const unsigned g = tid + k * BT;
             if (g < rows) {
                 acc_t sum = 0;
-                for (unsigned i = s[k]; i < e[k]; ++i) {
+                for (unsigned i = unsigned(s[k] - e0); i < unsigned(e[k] - e0); ++i) {
                     sum += prod[i];
                 }
                 store_axpby(y, r0 + g, alpha, sum, beta);
@@ -503,14 +520,16 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned lane = tid % tpr;
     const unsigned row = r0 + group;
     const bool active = group < rows && alpha != T(0);
-    // The group's row, as offsets relative to the block's first entry (below ENTRIES), read
-    // before the entries so that both loads are in flight at once.
-    unsigned s = 0, e = 0;
+    // The group's row's offsets, made relative to the block's first entry (below ENTRIES)
+    // once the products are in shared memory.
+    O rs = e0, re = e0;
     if (active) {
-        s = unsigned(ldg(row_offsets + row) - e0);
-        e = unsigned(ldg(row_offsets + row + 1) - e0);
+        rs = ldg(row_offsets + row);
+        re = ldg(row_offsets + row + 1);
     }
-    stream_products<T, PER_THREAD, BT>(col_indices + e0, values + e0, n, xv, alpha, tid, prod, sync);
+    entry_products<T, PER_THREAD, BT>(c, v, m, xv, tid, prod, sync);
+    const unsigned s = unsigned(rs - e0);
+    const unsigned e = unsigned(re - e0);
     // Each lane adds every tpr-th product of the row into 4 partial sums in turn (4 chains of
     // shared-memory reads in flight, not 1: the warp's longest row sets how long it takes), then
     // adds the 4 in a fixed order.
