@@ -421,7 +421,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned row_tag = ldg(block_row + b);
     const unsigned next_tag = ldg(block_row + b + 1);
     const O e0 = ldg(block_entry + b);
-    const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);  // at most CHUNK
+    // at most CHUNK; a chunk block in chunk-major order (SWEEP) takes its size from its row
+    const unsigned n = unsigned(ldg(block_entry + b + 1) - e0);
     constexpr unsigned PER_THREAD = ENTRIES / BT;
 
     if (row_tag & SPGPU_LONG_FLAG) {
@@ -472,8 +473,8 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     // gathers of x follow one round trip later. (With the offsets read first and the entries
     // under a branch on alpha, ptxas waited for the offsets before it issued the entries'
     // loads: the Nsight Compute profile of web:4000000 f32 on the H200, session 27, had 12%
-    // of the stall samples on the bounds and offsets, read in three round trips.) Nothing
-    // is read when alpha == 0 (m = 0, no group active).
+    // of the stall samples on the bounds and offsets, read in three round trips.) Neither
+    // the matrix nor x is read when alpha == 0 (m = 0, no group active).
     const unsigned r0 = row_tag;
     const unsigned r1 = next_tag & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
