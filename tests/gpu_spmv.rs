@@ -265,6 +265,52 @@ fn every_kernel_matches_the_reference_f32() {
     every_kernel_matches_the_reference::<f32>("every_kernel_matches_the_reference_f32");
 }
 
+/// `alpha == 0` only scales `y` (`DeviceCsr::spmv`): with every entry of `x` NaN, every
+/// kernel (forced ones, both row-block shapes, hot columns, `DeviceEll`) must give
+/// `y = beta * y` exactly, and zeros when `beta == 0` (NaN then in `y` too): a NaN from
+/// `0 * x[c]` that reached `y` would fail it. (That no kernel reads the matrix or `x` then
+/// is by the code, each skipping its loads when `alpha == 0`; a read that does not change `y`
+/// cannot be seen here. The CPU reference forms the products, so the expected `y` is
+/// written out here.)
+fn alpha_zero_only_scales_y<T: Scalar>(test: &str) {
+    let Some(ctx) = gpu(test) else { return };
+    let mut rng = StdRng::seed_from_u64(31);
+    for (name, a64) in matrices() {
+        let a: CsrMatrix<T> = a64.cast();
+        let mut all = uploads(ctx, &a);
+        if a.nnz() > 0 {
+            let hot = DeviceCsr::upload_with_hot(ctx, &a, KernelChoice::Balanced, HotChoice::Force(64), 0).unwrap();
+            all.push(("balanced, 64 hot columns".to_string(), Uploaded::Csr(hot)));
+        }
+        let d_x = DeviceVector::from_slice(ctx, &vec![T::from_f64(f64::NAN); a.ncols()]).unwrap();
+        for (kernel, m) in all {
+            for beta in [T::ZERO, T::from_f64(-2.5)] {
+                let y0 = start_y::<T>(&mut rng, a.nrows(), beta);
+                let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+                m.spmv(T::ZERO, &d_x, beta, &mut d_y).unwrap();
+                for (i, (g, y)) in d_y.to_vec().unwrap().iter().zip(&y0).enumerate() {
+                    let want = if beta == T::ZERO { 0.0 } else { T::from_f64(beta.to_f64() * y.to_f64()).to_f64() };
+                    assert!(
+                        g.to_f64() == want,
+                        "{name}, {kernel}, {}, beta {beta}: y[{i}] = {g}, want {want}",
+                        T::NAME
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn alpha_zero_only_scales_y_f64() {
+    alpha_zero_only_scales_y::<f64>("alpha_zero_only_scales_y_f64");
+}
+
+#[test]
+fn alpha_zero_only_scales_y_f32() {
+    alpha_zero_only_scales_y::<f32>("alpha_zero_only_scales_y_f32");
+}
+
 fn repeated_calls_give_the_same_result<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
     let mut rng = StdRng::seed_from_u64(7);
