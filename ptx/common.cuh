@@ -197,6 +197,14 @@ __device__ __forceinline__ acc_t group_sum(acc_t v) {
 __device__ __forceinline__ unsigned low_bits(float v) { return __float_as_uint(v); }
 __device__ __forceinline__ unsigned low_bits(double v) { return unsigned(__double_as_longlong(v)); }
 
+// `code` made to depend on the load of `value` without changing it: `zero` is 0 at run time,
+// but the compiler cannot know it (the tie of slot_batch below and of load_entries in
+// spmv.cu; why, there).
+template <typename R, typename T>
+__device__ __forceinline__ R tied(R code, T value, unsigned zero) {
+    return R(low_bits(value) & zero) + code;
+}
+
 // One batch of slot_sum: slots slot + j * stride for j < n (n <= BATCH; FULL: n == BATCH, and
 // no slot is checked). Every column and value is loaded first, then the gathers of x.
 //
@@ -230,7 +238,7 @@ __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, c
     for (unsigned j = 0; j < BATCH; ++j) {
         unsigned c;
         if (TIE) {
-            raw[j] += typename C::raw_t(low_bits(v[j]) & zero);
+            raw[j] = tied(raw[j], v[j], zero);
         }
         if (cols.decode(raw[j], row, c)) {
             sum += acc_t(v[j]) * acc_t(ldg(x + c));

@@ -237,9 +237,8 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
 // across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
-// With TIE (the stream blocks of the balanced kernels), each column gets
-// `low_bits(value) & zero` added (zero is 0, which the compiler cannot know), the tie of
-// slot_sum in common.cuh: without it, ptxas issued the 512-thread kernels' value loads only
+// With TIE (the stream blocks of the balanced kernels), each column is tied to its value's
+// load (`tied`, common.cuh), as in slot_sum: without it, ptxas issued the 512-thread kernels' value loads only
 // after the first gathers, which wait for the columns (one more DRAM round trip per row
 // block). The chunks of long rows are not tied: on the H200 (session 28) the tie there made
 // the SELL kernel 2-4% slower on the circuits, whose few long rows are chunks.
@@ -253,7 +252,7 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
         c[k] = i < n ? ld_stream(cols + i) : 0u;
         v[k] = i < n ? ld_stream(vals + i) : T(0);
         if (TIE) {
-            c[k] += low_bits(v[k]) & zero;
+            c[k] = tied(c[k], v[k], zero);
         }
     }
 }

@@ -225,23 +225,22 @@ pub const BALANCED_THREADS_ENV: &str = "SPGPU_BALANCED_THREADS";
 /// columns, and why (for [`SpmvPlan::explain`](super::SpmvPlan::explain)): `forced` if
 /// given, else the one [`BALANCED_THREADS_ENV`] names, else the rule of [`LOCAL_MIN_SHARE`].
 pub fn choose_shape(row_offsets: &[u64], col_indices: &[u32], forced: Option<RowShape>) -> (RowShape, String) {
-    let describe = RowShape::describe;
     if let Some(s) = forced {
-        return (s, format!("{} (forced)", describe(s)));
+        return (s, format!("{} (forced)", s.describe()));
     }
     let env = std::env::var(BALANCED_THREADS_ENV).ok().and_then(|v| v.trim().parse().ok());
     if let Some(s) = env.and_then(RowShape::with_threads) {
-        return (s, format!("{} ({BALANCED_THREADS_ENV})", describe(s)));
+        return (s, format!("{} ({BALANCED_THREADS_ENV})", s.describe()));
     }
     let nnz = col_indices.len();
     if nnz <= super::SpmvPlan::SMALL_NNZ {
-        return (RowShape::DEFAULT, format!("{} (a small matrix)", describe(RowShape::DEFAULT)));
+        return (RowShape::DEFAULT, format!("{} (a small matrix)", RowShape::DEFAULT.describe()));
     }
     let share = near_diagonal_share(row_offsets, col_indices);
     let (shape, cmp) = if share >= LOCAL_MIN_SHARE { (RowShape::T512, ">=") } else { (RowShape::DEFAULT, "<") };
     let why = format!(
         "{}: {:.1}% of the entries within {NEAR_WINDOW} columns of the diagonal ({cmp} {:.0}%)",
-        describe(shape),
+        shape.describe(),
         100.0 * share,
         100.0 * LOCAL_MIN_SHARE
     );
