@@ -68,6 +68,37 @@ SPGPU_LD_STREAM(unsigned short, "u16", "h")
 #undef SPGPU_LD_STREAM
 #endif
 
+// Four consecutive entries of a stream from p (16-byte aligned for columns and f32 values,
+// two 16-byte loads for f64 values), read as ld_stream reads one: the balanced kernels' stream
+// blocks (spmv.cu, load_quad).
+#if SPGPU_L2_PREFETCH
+#define SPGPU_LD_STREAM4(TYPE, VEC, PTX_TYPE, C)                                                            \
+    __device__ __forceinline__ void ld_stream4(const TYPE* __restrict__ p, TYPE(&r)[4]) {                     \
+        asm volatile("ld.global.cs.L2::128B.v4." PTX_TYPE " {%0, %1, %2, %3}, [%4];"                          \
+                     : "=" C(r[0]), "=" C(r[1]), "=" C(r[2]), "=" C(r[3])                                     \
+                     : "l"(p));                                                                               \
+    }
+#else
+#define SPGPU_LD_STREAM4(TYPE, VEC, PTX_TYPE, C)                                                            \
+    __device__ __forceinline__ void ld_stream4(const TYPE* __restrict__ p, TYPE(&r)[4]) {                     \
+        const VEC q = __ldcs(reinterpret_cast<const VEC*>(p));                                               \
+        r[0] = q.x, r[1] = q.y, r[2] = q.z, r[3] = q.w;                                                      \
+    }
+#endif
+SPGPU_LD_STREAM4(unsigned, uint4, "u32", "r")
+SPGPU_LD_STREAM4(float, float4, "f32", "f")
+#undef SPGPU_LD_STREAM4
+__device__ __forceinline__ void ld_stream4(const double* __restrict__ p, double (&r)[4]) {
+#if SPGPU_L2_PREFETCH
+    asm volatile("ld.global.cs.L2::128B.v2.f64 {%0, %1}, [%2];" : "=d"(r[0]), "=d"(r[1]) : "l"(p));
+    asm volatile("ld.global.cs.L2::128B.v2.f64 {%0, %1}, [%2];" : "=d"(r[2]), "=d"(r[3]) : "l"(p + 2));
+#else
+    const double2 a = __ldcs(reinterpret_cast<const double2*>(p));
+    const double2 b = __ldcs(reinterpret_cast<const double2*>(p + 2));
+    r[0] = a.x, r[1] = a.y, r[2] = b.x, r[3] = b.y;
+#endif
+}
+
 // A gather of x (read again by other entries: through the non-coherent cache, ldg). With
 // PREFETCH, in the PTX for sm_80 and newer, with the same 128-byte L2 prefetch hint as
 // ld_stream (ld.global.nc.L2::128B): the balanced kernels' variants `_px`, which the plan
@@ -198,7 +229,7 @@ __device__ __forceinline__ unsigned low_bits(float v) { return __float_as_uint(v
 __device__ __forceinline__ unsigned low_bits(double v) { return unsigned(__double_as_longlong(v)); }
 
 // `code` made to depend on the load of `value` without changing it: `zero` is 0 at run time,
-// but the compiler cannot know it (the tie of slot_batch below and of load_entries in
+// but the compiler cannot know it (the tie of slot_batch below and of load_quad in
 // spmv.cu; why, there).
 template <typename R, typename T>
 __device__ __forceinline__ R tied(R code, T value, unsigned zero) {

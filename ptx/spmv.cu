@@ -237,37 +237,89 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
 // across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
-// With TIE (the stream blocks of the balanced kernels), each column is tied to its value's
-// load (`tied`, common.cuh), as in slot_sum: without it, ptxas issued the 512-thread kernels' value loads only
-// after the first gathers, which wait for the columns (one more DRAM round trip per row
-// block). The chunks of long rows are not tied: on the H200 (session 28) the tie there made
-// the SELL kernel 2-4% slower on the circuits, whose few long rows are chunks.
-template <typename T, unsigned PER, unsigned BT, bool TIE>
+// The chunks of long rows (chunk_sum). Their loads are not tied (`tied`, common.cuh): on the
+// H200 (session 28) the tie made the SELL kernel 2-4% slower on the circuits, whose few long
+// rows are chunks.
+template <typename T, unsigned PER, unsigned BT>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
                                              unsigned n, unsigned tid, unsigned (&c)[PER], T (&v)[PER]) {
-    const unsigned zero = n >> 31;  // n <= CHUNK
 #pragma unroll
     for (unsigned k = 0; k < PER; ++k) {
         const unsigned i = tid + k * BT;
         c[k] = i < n ? ld_stream(cols + i) : 0u;
         v[k] = i < n ? ld_stream(vals + i) : T(0);
-        if (TIE) {
-            c[k] = tied(c[k], v[k], zero);
-        }
     }
 }
 
-// The products v[k] * x[c[k]] of a stream block's entries tid + k * BT below m (loaded by
-// load_entries) into prod[tid + k * BT], then a barrier of the row block. Every thread of the
-// row block must call it.
-template <typename T, unsigned PER, unsigned BT, typename X, typename Sync>
-__device__ __forceinline__ void entry_products(const unsigned (&c)[PER], const T (&v)[PER], unsigned m, X xv,
-                                               unsigned tid, acc_t* prod, Sync sync) {
+// A stream block's entries in aligned quads (the balanced kernels' stream blocks, since
+// session 29): the block's window starts at its first entry rounded down to a multiple of 4
+// (`base`, whose columns and values are 16-byte aligned, as every device array starts
+// 256-byte aligned), and thread tid loads the window's entries 4 * tid .. 4 * tid + 3 with
+// one vector load of columns and one of values (two in f64) instead of four each. Entries
+// `lo` to `m` of the window are the block's (the upload keeps lo + n within the block's
+// ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads below m, which
+// may include entries of the block before (never past the matrix's last entry: a quad that
+// m cuts is loaded entry by entry). Each column is tied to its value's load (`tied`,
+// common.cuh), so that ptxas issues all of a thread's loads before its gathers.
+template <typename T>
+__device__ __forceinline__ void load_quad(const unsigned* __restrict__ cols, const T* __restrict__ vals, unsigned m,
+                                          unsigned tid, unsigned (&c)[4], T (&v)[4]) {
+    const unsigned zero = m >> 31;  // m <= ENTRIES
+    const unsigned i0 = 4 * tid;
+    if (i0 + 4 <= m) {
+        ld_stream4(cols + i0, c);
+        ld_stream4(vals + i0, v);
+    } else {
 #pragma unroll
-    for (unsigned k = 0; k < PER; ++k) {
-        const unsigned i = tid + k * BT;
-        if (i < m) {
-            prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
+        for (unsigned k = 0; k < 4; ++k) {
+            c[k] = i0 + k < m ? ld_stream(cols + i0 + k) : 0u;
+            v[k] = i0 + k < m ? ld_stream(vals + i0 + k) : T(0);
+        }
+    }
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) {
+        c[k] = tied(c[k], v[k], zero);
+    }
+}
+
+// The products v[k] * x[c[k]] of the window entries 4 * tid + k from lo to m (loaded by
+// load_quad) into prod[4 * tid + k], then a barrier of the row block. Every thread of the
+// row block must call it.
+//
+// The stores go in a rotated order: the j-th store of thread tid writes its product
+// (j + r) % 4, r = (tid / 4) % 4. In order (all threads' first products, then the second,
+// ...) a warp's store would write every fourth 8-byte word, 4 of the 16 pairs of banks:
+// 8 shared-memory wavefronts where its 256 bytes need 2; rotated, the 32 lanes cover every
+// pair of banks twice. (On the H100 the rotation changed little: the web-like graphs
+// 0-1% faster than with the stores in order, rmat:22:8:7 as slow; docs/gpu-notes.md,
+// session 29.)
+template <typename T, typename X, typename Sync>
+__device__ __forceinline__ void quad_products(unsigned (&c)[4], T (&v)[4], unsigned lo, unsigned m, X xv,
+                                              unsigned tid, acc_t* prod, Sync sync) {
+    // the entries rotated left by r (selects, not a dynamically indexed array): entry j
+    // becomes the window's entry 4 * tid + (j + r) % 4
+    const unsigned r = (tid / 4) % 4;
+    if (r & 1) {
+        const unsigned tc = c[0];
+        c[0] = c[1], c[1] = c[2], c[2] = c[3], c[3] = tc;
+        const T tv = v[0];
+        v[0] = v[1], v[1] = v[2], v[2] = v[3], v[3] = tv;
+    }
+    if (r & 2) {
+        unsigned tc = c[0];
+        c[0] = c[2], c[2] = tc;
+        tc = c[1];
+        c[1] = c[3], c[3] = tc;
+        T tv = v[0];
+        v[0] = v[2], v[2] = tv;
+        tv = v[1];
+        v[1] = v[3], v[3] = tv;
+    }
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        const unsigned i = 4 * tid + (j + r) % 4;
+        if (i >= lo && i < m) {
+            prod[i] = acc_t(v[j]) * acc_t(xv(c[j]));
         }
     }
     sync();
@@ -292,7 +344,7 @@ __device__ __forceinline__ acc_t chunk_sum(const unsigned* __restrict__ cols, co
             const unsigned m = n > at ? n - at : 0u;
             unsigned c[BATCH];
             T v[BATCH];
-            load_entries<T, BATCH, BT, false>(cols + at, vals + at, m, tid, c, v);
+            load_entries<T, BATCH, BT>(cols + at, vals + at, m, tid, c, v);
 #pragma unroll
             for (unsigned k = 0; k < BATCH; ++k) {
                 if (tid + k * BT < m) {
@@ -477,10 +529,18 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned r0 = row_tag;
     const unsigned r1 = next_tag & ~SPGPU_LONG_FLAG;
     const unsigned rows = r1 - r0;
-    const unsigned m = alpha != T(0) ? n : 0u;
+    // The entries in aligned quads (load_quad): the window from `base`, the block's entries
+    // from `lead` to `m` in it; products and row offsets are counted from `base`.
+    // (`lead` from the address, not from e0: a test upload shifts the arrays' indices by an
+    // arbitrary `entry_base`, and the upload's blocks count from the arrays' starts.)
+    static_assert(PER_THREAD == 4, "one quad of entries per thread");
+    const unsigned lead = unsigned(reinterpret_cast<unsigned long long>(col_indices + e0) / sizeof(unsigned)) % 4;
+    const O base = e0 - lead;
+    // (n == 0: nothing is read, whatever lead says; a matrix of no entries has no arrays)
+    const unsigned m = alpha != T(0) && n > 0 ? lead + n : 0u;
     unsigned c[PER_THREAD];
     T v[PER_THREAD];
-    load_entries<T, PER_THREAD, BT, true>(col_indices + e0, values + e0, m, tid, c, v);
+    load_quad<T>(col_indices + base, values + base, m, tid, c, v);
     // Blocks of SPGPU_BLOCK threads may hold up to SPGPU_BALANCED_ROWS rows (2 per thread; the
     // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
     // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
@@ -492,20 +552,20 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
 #pragma unroll
         for (unsigned k = 0; k < RPT; ++k) {
             const unsigned g = tid + k * BT;
-            s[k] = e0;
-            e[k] = e0;
+            s[k] = base;
+            e[k] = base;
             if (g < rows && alpha != T(0)) {
                 s[k] = ldg(row_offsets + (r0 + g));
                 e[k] = ldg(row_offsets + (r0 + g + 1));
             }
         }
-        entry_products<T, PER_THREAD, BT>(c, v, m, xv, tid, prod, sync);
+        quad_products<T>(c, v, lead, m, xv, tid, prod, sync);
 #pragma unroll
         for (unsigned k = 0; k < RPT; ++k) {
             const unsigned g = tid + k * BT;
             if (g < rows) {
                 acc_t sum = 0;
-                for (unsigned i = unsigned(s[k] - e0); i < unsigned(e[k] - e0); ++i) {
+                for (unsigned i = unsigned(s[k] - base); i < unsigned(e[k] - base); ++i) {
                     sum += prod[i];
                 }
                 store_axpby(y, r0 + g, alpha, sum, beta);
@@ -520,16 +580,16 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned lane = tid % tpr;
     const unsigned row = r0 + group;
     const bool active = group < rows && alpha != T(0);
-    // The group's row's offsets, made relative to the block's first entry (below ENTRIES)
-    // once the products are in shared memory.
-    O rs = e0, re = e0;
+    // The group's row's offsets, made relative to the window (below ENTRIES) once the
+    // products are in shared memory.
+    O rs = base, re = base;
     if (active) {
         rs = ldg(row_offsets + row);
         re = ldg(row_offsets + row + 1);
     }
-    entry_products<T, PER_THREAD, BT>(c, v, m, xv, tid, prod, sync);
-    const unsigned s = unsigned(rs - e0);
-    const unsigned e = unsigned(re - e0);
+    quad_products<T>(c, v, lead, m, xv, tid, prod, sync);
+    const unsigned s = unsigned(rs - base);
+    const unsigned e = unsigned(re - base);
     // Each lane adds every tpr-th product of the row into 4 partial sums in turn (4 chains of
     // shared-memory reads in flight, not 1: the warp's longest row sets how long it takes), then
     // adds the 4 in a fixed order.

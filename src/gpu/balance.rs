@@ -4,15 +4,18 @@
 //! The rows are cut into consecutive **blocks**, each run by one CUDA block of
 //! [`BLOCK_THREADS`] threads:
 //!
-//! - A **stream block** holds whole rows: at most [`BLOCK_ENTRIES`] entries and at most
-//!   [`BLOCK_ROWS`] rows. Its threads first load all its entries with coalesced reads
-//!   (consecutive threads, consecutive entries), multiply them by `x` and keep the products in
-//!   shared memory; then each row is summed there by a group of `threads_per_row(rows)`
+//! - A **stream block** holds whole rows: at most [`BLOCK_ENTRIES`] entries, counted from
+//!   its first entry rounded down to a multiple of [`QUAD`], and at most [`BLOCK_ROWS`] rows.
+//!   Its threads first load all its entries with coalesced reads (each thread four
+//!   consecutive entries, with one vector load of columns and one of values), multiply them
+//!   by `x` and keep the products in shared memory; then each row is summed there by a
+//!   group of `threads_per_row(rows)`
 //!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32; in a
 //!   block of more rows than threads, one thread sums rows `t`, `t + BLOCK_THREADS`, ...) and
 //!   written to `y`. A row joins the block only while no thread needs more than
 //!   [`MAX_STEPS`] steps for its rows, so one long row cannot stall a block of short ones.
-//! - A row longer than [`BLOCK_ENTRIES`] is split into chunks of [`CHUNK_ENTRIES`] entries,
+//! - A row that no stream block holds (longer than [`BLOCK_ENTRIES`] less its first entry's
+//!   distance from a multiple of [`QUAD`]) is split into chunks of [`CHUNK_ENTRIES`] entries,
 //!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
 //!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
 //!   block but the last write its sum to its own slot of a scratch array; the block of the
@@ -86,6 +89,12 @@ pub const CHUNK_ENTRIES: usize = 2048;
 /// on R-MAT and web-like graphs, and 32 lost up to 14% (`rmat:22:8:7` f32): fuller blocks
 /// matter more than a long row's wait.
 pub const MAX_STEPS: usize = 128;
+
+/// Entries per vector load of a stream block (`load_quad` in `ptx/spmv.cu`): a stream
+/// block's entries are read from its first entry rounded down to a multiple of `QUAD`, and
+/// those up to `QUAD - 1` entries before it count towards its [`RowShape::entries`] (a row
+/// that would not fit so is cut into chunks).
+pub const QUAD: u64 = 4;
 
 /// Matrices of fewer rows than this (2816: those a warp per row cannot fill the GPU with,
 /// `SpmvPlan::FEW_ROWS_THREADS / 32`) whose rows need more than one chunk have their chunks
@@ -494,9 +503,10 @@ impl RowBlocks {
         let mut b =
             RowBlocks { block_row: Vec::new(), block_entry: Vec::new(), long_rows: Vec::new(), shape, sweep: false };
         let len = |r: usize| (off[r + 1] - off[r]) as usize;
+        let lead = |r: usize| (off[r] % QUAD) as usize;
         let mut r = lo;
         while r < hi {
-            if len(r) > shape.entries {
+            if len(r) + lead(r) > shape.entries {
                 let chunks = len(r).div_ceil(shape.chunk);
                 if chunks > 1 {
                     b.long_rows.push([r as u32, b.block_row.len() as u32, chunks as u32]);
@@ -509,10 +519,11 @@ impl RowBlocks {
                 continue;
             }
             let start = r;
-            let (mut entries, mut longest) = (0usize, 0usize);
+            // the block's window starts at its first entry rounded down to a quad
+            let (mut entries, mut longest) = (lead(start), 0usize);
             while r < hi {
                 let l = len(r);
-                if l > shape.entries {
+                if l + lead(r) > shape.entries {
                     break;
                 }
                 let rows = r - start + 1;
@@ -603,7 +614,7 @@ mod tests {
                 let (rs, re) = (off[r] as usize, off[r + 1] as usize);
                 // in chunk-major order a chunk runs to its end, whatever block follows
                 let e1 = if b.sweep { (e0 + shape.chunk).min(re) } else { b.block_entry[k + 1] as usize };
-                assert!(lengths[r] > shape.entries && e1 - e0 <= shape.chunk);
+                assert!(lengths[r] + rs % QUAD as usize > shape.entries && e1 - e0 <= shape.chunk);
                 assert!(e0 >= rs && e1 <= re && e1 > e0);
                 assert_eq!(e0 - rs, next_chunk[r] * shape.chunk, "block {k}: row {r}'s chunks in order");
                 next_chunk[r] += 1;
@@ -616,7 +627,7 @@ mod tests {
                 let r0 = b.block_row[k] as usize;
                 let r1 = (b.block_row[k + 1] & !LONG_FLAG) as usize;
                 assert!(r1 > r0 && r1 - r0 <= shape.rows, "block {k}: rows {r0}..{r1}");
-                assert!(e1 - e0 <= shape.entries, "stream block {k}: entries {e0}..{e1}");
+                assert!(e0 % QUAD as usize + e1 - e0 <= shape.entries, "stream block {k}: entries {e0}..{e1}");
                 assert_eq!((e0, e1), (off[r0] as usize, off[r1] as usize));
                 for r in r0..r1 {
                     assert!(lengths[r] <= shape.entries);
@@ -702,6 +713,24 @@ mod tests {
     }
 
     #[test]
+    fn stream_blocks_count_entries_from_a_multiple_of_quad() {
+        let e = BLOCK_ENTRIES;
+        // a row of e entries fits only where it starts at a multiple of QUAD
+        let b = check(&[e, e]);
+        assert_eq!(b.block_row, vec![0, 1, 2]);
+        let b = check(&[1, e, e - 1]);
+        assert_eq!(b.block_row, vec![0, 1 | LONG_FLAG, 2, 3], "row 1 starts 1 past a multiple of QUAD");
+        // rows of 4 after one of 2: the second block starts 2 past a multiple of QUAD, so
+        // it holds one row of 4 fewer than it would from a multiple
+        let mut l = vec![2];
+        l.extend(std::iter::repeat_n(4, 2 * e));
+        let b = check(&l);
+        let k = (e - 2) / 4;
+        assert_eq!(b.block_entry[1], 2 + 4 * k as u64);
+        assert_eq!(b.block_row[..3], [0, 1 + k, 1 + 2 * k].map(|r| r as u32));
+    }
+
+    #[test]
     fn long_rows_are_chunked() {
         // many rows: chunks in row order, a chunk-sum slot per block
         let mut l = vec![1; SWEEP_MAX_ROWS];
@@ -748,14 +777,14 @@ mod tests {
 
     #[test]
     fn offsets_past_2_to_the_32_give_the_same_blocks_shifted() {
-        // The partition only looks at differences of offsets, in 64 bits: offsets that start
-        // past 2^32 (as in a matrix of billions of entries) give the same blocks, with every
-        // entry position shifted by the same amount.
+        // The partition only looks at differences of offsets, in 64 bits, and at their
+        // residues modulo QUAD: offsets that start past 2^32 (as in a matrix of billions of
+        // entries) give the same blocks, with every entry position shifted by the same amount.
         let mut l = vec![3usize; 5000];
         l[17] = 5 * CHUNK_ENTRIES + 3;
         l[2000] = BLOCK_ENTRIES + 1;
         let off = offsets(&l);
-        let base = (3u64 << 32) + 5;
+        let base = (3u64 << 32) + 8;
         let shifted: Vec<u64> = off.iter().map(|&o| o + base).collect();
         let (b, s) = (RowBlocks::new(&off), RowBlocks::new(&shifted));
         assert_eq!(s.block_row, b.block_row);
