@@ -157,8 +157,8 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // Load-balanced CSR (src/gpu/balance.rs describes the row blocks and how they are made).
 //
 // One block of SPGPU_BLOCK threads per row block. A stream block (whole rows, at most
-// SPGPU_BALANCED_ENTRIES entries and SPGPU_BALANCED_ROWS rows) loads its entries with
-// coalesced reads, keeps the products values[j] * x[col[j]] in shared memory, then sums each
+// SPGPU_BALANCED_ENTRIES entries from its first rounded down to a multiple of 4, and
+// SPGPU_BALANCED_ROWS rows) loads its entries with coalesced 16-byte reads, keeps the products values[j] * x[col[j]] in shared memory, then sums each
 // row there with a group of threads_per_row(rows) threads (past SPGPU_BLOCK rows, one thread
 // sums two rows alone) and writes y. A chunk block (a piece of a long row,
 // its row flagged with SPGPU_LONG_FLAG) sums its piece; a row of one chunk is written to y
@@ -181,7 +181,7 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 // 4 rows per thread gained less (rmat:24:2 f32 394.3 against 382.8) and 8 lost (454.1). The
 // 512-thread shape keeps one row per thread.
 #define SPGPU_BALANCED_ROWS 512
-// Entries per chunk block (a row longer than a stream block is cut into chunks of this size;
+// Entries per chunk block (a row that no stream block holds is cut into chunks of this size;
 // one chunk when it fits, then the block writes y itself and needs no other block).
 #define SPGPU_BALANCED_CHUNK 2048
 #define SPGPU_LONG_FLAG 0x80000000u
@@ -256,8 +256,8 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
 // (`base`, whose columns and values are 16-byte aligned, as every device array starts
 // 256-byte aligned), and thread tid loads the window's entries 4 * tid .. 4 * tid + 3 with
 // one vector load of columns and one of values (two in f64) instead of four each. Entries
-// `lo` to `m` of the window are the block's (the upload keeps lo + n within the block's
-// ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads below m, which
+// `lead` to `m` of the window are the block's (the caller's lead; the upload keeps lead + n
+// within the block's ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads below m, which
 // may include entries of the block before (never past the matrix's last entry: a quad that
 // m cuts is loaded entry by entry). Each column is tied to its value's load (`tied`,
 // common.cuh), so that ptxas issues all of a thread's loads before its gathers.
@@ -458,7 +458,7 @@ __device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigne
 
 // Row block b of the balanced kernel, run by BT threads (tid their index) with ENTRIES
 // products and BT / 32 warp sums of shared memory: stream blocks of at most ENTRIES entries
-// and BT rows (SPGPU_BALANCED_ROWS when BT == SPGPU_BLOCK), chunks of CHUNK entries (the
+// counted from the first entry rounded down to a multiple of 4 (load_quad), and BT rows (SPGPU_BALANCED_ROWS when BT == SPGPU_BLOCK), chunks of CHUNK entries (the
 // shape of the row blocks, RowShape in src/gpu/balance.rs).
 template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, bool SWEEP,
           typename X, typename Sync>

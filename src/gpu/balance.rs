@@ -7,15 +7,16 @@
 //! - A **stream block** holds whole rows: at most [`BLOCK_ENTRIES`] entries, counted from
 //!   its first entry rounded down to a multiple of [`QUAD`], and at most [`BLOCK_ROWS`] rows.
 //!   Its threads first load all its entries with coalesced reads (each thread four
-//!   consecutive entries, with one vector load of columns and one of values), multiply them
-//!   by `x` and keep the products in shared memory; then each row is summed there by a
-//!   group of `threads_per_row(rows)`
-//!   threads (the largest power of two with `rows * t <= BLOCK_THREADS`, at most 32; in a
-//!   block of more rows than threads, one thread sums rows `t`, `t + BLOCK_THREADS`, ...) and
-//!   written to `y`. A row joins the block only while no thread needs more than
-//!   [`MAX_STEPS`] steps for its rows, so one long row cannot stall a block of short ones.
-//! - A row that no stream block holds (longer than [`BLOCK_ENTRIES`] less its first entry's
-//!   distance from a multiple of [`QUAD`]) is split into chunks of [`CHUNK_ENTRIES`] entries,
+//!   consecutive entries, with one 16-byte load of columns and one or two of values),
+//!   multiply them by `x` and keep the products in shared memory; then each row is summed
+//!   there by a group of `threads_per_row(rows)` threads (the largest power of two with
+//!   `rows * t <= BLOCK_THREADS`, at most 32; in a block of more rows than threads, one
+//!   thread sums rows `t`, `t + BLOCK_THREADS`, ...) and written to `y`. A row joins the
+//!   block only while no thread needs more than [`MAX_STEPS`] steps for its rows, so one
+//!   long row cannot stall a block of short ones.
+//! - A row that no stream block holds (longer than the block's entries, 1024 or 2048 (see
+//!   below), less its first entry's distance from a multiple of [`QUAD`]) is split into
+//!   chunks of [`CHUNK_ENTRIES`] entries,
 //!   one block each (its row index carries [`LONG_FLAG`]), summed in registers. A row of one
 //!   chunk is written to `y` by its block. A **long row** (more than one chunk) has each chunk
 //!   block but the last write its sum to its own slot of a scratch array; the block of the
@@ -76,7 +77,7 @@ pub const BLOCK_ENTRIES: usize = 1024;
 /// within 0.5%. Four rows per thread gained less, eight lost up to 15% (f32).
 pub const BLOCK_ROWS: usize = 2 * BLOCK_THREADS;
 
-/// Entries per chunk of a row longer than [`BLOCK_ENTRIES`] (`SPGPU_BALANCED_CHUNK` in
+/// Entries per chunk of a row that no stream block holds (`SPGPU_BALANCED_CHUNK` in
 /// `ptx/spmv.cu`; a chunk is summed in registers, 8 entries per thread). A row of at most
 /// this many entries is one chunk, whose block writes `y` itself.
 pub const CHUNK_ENTRIES: usize = 2048;
@@ -132,7 +133,8 @@ pub struct RowShape {
     /// Rows per stream block at most: `threads`, or a multiple of it (the kernel of the
     /// shape sums `rows / threads` rows per thread in a block of more rows than threads).
     pub rows: usize,
-    /// Entries per chunk of a row longer than a stream block.
+    /// Entries per chunk of a row that no stream block holds (longer than `entries` less
+    /// its first entry's distance from a multiple of [`QUAD`]).
     pub chunk: usize,
 }
 

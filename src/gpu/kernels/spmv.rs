@@ -307,7 +307,11 @@ pub(crate) fn csr_balanced<T: Scalar>(
             // validated DeviceCsr<T> stored as CSR (the plan runs this kernel only then) and
             // its RowBlocks, made from the same row offsets (shifted by the same test-only base
             // as the entry addresses): every block's entries lie in 0..nnz and its rows in
-            // 0..nrows, every column is below ncols == x.len(), y.len() == nrows (checked
+            // 0..nrows (a stream block also reads the up to 3 entries before its first, from a
+            // multiple of 4, which RowBlocks counted towards its entries: col_indices and values
+            // start 16-byte aligned, as every driver allocation is, so that the kernel's count
+            // of them, taken from the address, is RowBlocks' and its vector loads are aligned),
+            // every column is below ncols == x.len(), y.len() == nrows (checked
             // above). partials has one slot per block whenever a chunk block exists (the only
             // blocks that write it), each holding "no sum" (0xff bytes) before the launch (so
             // filled, and set back by the block of each row's last chunk, which waits for the
