@@ -158,10 +158,11 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 //
 // One block of SPGPU_BLOCK threads per row block. A stream block (whole rows, at most
 // SPGPU_BALANCED_ENTRIES entries from its first rounded down to a multiple of 4, and
-// SPGPU_BALANCED_ROWS rows) loads its entries with coalesced 16-byte reads, keeps the products values[j] * x[col[j]] in shared memory, then sums each
-// row there with a group of threads_per_row(rows) threads (past SPGPU_BLOCK rows, one thread
-// sums two rows alone) and writes y. A chunk block (a piece of a long row,
-// its row flagged with SPGPU_LONG_FLAG) sums its piece; a row of one chunk is written to y
+// SPGPU_BALANCED_ROWS rows) loads its entries with coalesced 16-byte reads, keeps the
+// products values[j] * x[col[j]] in shared memory, then sums each row there with a group
+// of threads_per_row(rows) threads (past SPGPU_BLOCK rows, one thread sums two rows alone)
+// and writes y. A chunk block (a piece of a long row, its row flagged with SPGPU_LONG_FLAG)
+// sums its piece; a row of one chunk is written to y
 // by its block, otherwise every chunk block but the last writes its sum to partials[block],
 // and the block of the row's last chunk (chunk_done) waits for them, adds the pieces in
 // order and writes y, in the same launch. Every sum has a fixed order: results repeat bit for
@@ -237,7 +238,7 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
 // across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
-// The chunks of long rows (chunk_sum). Their loads are not tied (`tied`, common.cuh): on the
+// For the chunks of long rows (chunk_sum). Their loads are not tied (`tied`, common.cuh): on the
 // H200 (session 28) the tie made the SELL kernel 2-4% slower on the circuits, whose few long
 // rows are chunks.
 template <typename T, unsigned PER, unsigned BT>
@@ -257,9 +258,9 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
 // 256-byte aligned), and thread tid loads the window's entries 4 * tid .. 4 * tid + 3 with
 // one vector load of columns and one of values (two in f64) instead of four each. Entries
 // `lead` to `m` of the window are the block's (the caller's lead; the upload keeps lead + n
-// within the block's ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads below m, which
-// may include entries of the block before (never past the matrix's last entry: a quad that
-// m cuts is loaded entry by entry). Each column is tied to its value's load (`tied`,
+// within the block's ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads
+// below m, which may include entries of the block before (never past the matrix's last
+// entry: a quad that m cuts is loaded entry by entry). Each column is tied to its value's load (`tied`,
 // common.cuh), so that ptxas issues all of a thread's loads before its gathers.
 template <typename T>
 __device__ __forceinline__ void load_quad(const unsigned* __restrict__ cols, const T* __restrict__ vals, unsigned m,
@@ -458,8 +459,9 @@ __device__ __forceinline__ void chunk_done(acc_t* __restrict__ partials, unsigne
 
 // Row block b of the balanced kernel, run by BT threads (tid their index) with ENTRIES
 // products and BT / 32 warp sums of shared memory: stream blocks of at most ENTRIES entries
-// counted from the first entry rounded down to a multiple of 4 (load_quad), and BT rows (SPGPU_BALANCED_ROWS when BT == SPGPU_BLOCK), chunks of CHUNK entries (the
-// shape of the row blocks, RowShape in src/gpu/balance.rs).
+// counted from the first entry rounded down to a multiple of 4 (load_quad), and BT rows
+// (SPGPU_BALANCED_ROWS when BT == SPGPU_BLOCK), chunks of CHUNK entries (the shape of the
+// row blocks, RowShape in src/gpu/balance.rs).
 template <typename T, typename O, unsigned BT, unsigned ENTRIES, unsigned CHUNK, unsigned CHUNK_BATCH, bool SWEEP,
           typename X, typename Sync>
 __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* prod, acc_t* warp_sums, Sync sync,
