@@ -260,9 +260,14 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
 // `lead` to `m` of the window are the block's (the caller's lead; the upload keeps lead + n
 // within the block's ENTRIES, RowBlocks in src/gpu/balance.rs); the loads read whole quads
 // below m, which may include entries of the block before (never past the matrix's last
-// entry: a quad that m cuts is loaded entry by entry). Each column is tied to its value's load (`tied`,
-// common.cuh), so that ptxas issues all of a thread's loads before its gathers.
-template <typename T>
+// entry: a quad that m cuts is loaded entry by entry). With TIE (the 512-thread kernels),
+// each column is tied to its value's load (`tied`, common.cuh): without the tie ptxas had
+// issued those kernels' value loads only after the first gathers, which wait for the
+// columns (session 28). With the vector loads the tie still pays there in f64 and costs
+// the 256-thread kernels (H100, two rounds, perf/2026-11-27-s29-h100-quads-tie-ab-*: untied,
+// the web-like graphs 1.009x-1.013x the time in f64 and within 0.5% in f32; the 256-thread
+// kernels 0.979x-1.000x, rmat:22:8:7 0.979x-0.984x).
+template <typename T, bool TIE>
 __device__ __forceinline__ void load_quad(const unsigned* __restrict__ cols, const T* __restrict__ vals, unsigned m,
                                           unsigned tid, unsigned (&c)[4], T (&v)[4]) {
     const unsigned zero = m >> 31;  // m <= ENTRIES
@@ -277,9 +282,11 @@ __device__ __forceinline__ void load_quad(const unsigned* __restrict__ cols, con
             v[k] = i0 + k < m ? ld_stream(vals + i0 + k) : T(0);
         }
     }
+    if (TIE) {
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-        c[k] = tied(c[k], v[k], zero);
+        for (unsigned k = 0; k < 4; ++k) {
+            c[k] = tied(c[k], v[k], zero);
+        }
     }
 }
 
@@ -542,7 +549,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned m = alpha != T(0) && n > 0 ? lead + n : 0u;
     unsigned c[PER_THREAD];
     T v[PER_THREAD];
-    load_quad<T>(col_indices + base, values + base, m, tid, c, v);
+    load_quad<T, (BT > SPGPU_BLOCK)>(col_indices + base, values + base, m, tid, c, v);
     // Blocks of SPGPU_BLOCK threads may hold up to SPGPU_BALANCED_ROWS rows (2 per thread; the
     // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
     // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
