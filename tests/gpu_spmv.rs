@@ -786,7 +786,9 @@ fn hot_columns_f32() {
 }
 
 /// The automatic rule: an R-MAT graph of 2^20 rows gets hot columns (more than 4M entries,
-/// a third of them in hot columns), a power-law matrix with uniform columns does not.
+/// a third of them in hot columns), and so does the Laplacian of a power-law graph (scattered
+/// columns, 19% of the entries in the 6144 hot columns of f64: below `MIN_SHARE`, above
+/// `MIN_SHARE_SCATTERED`); a power-law matrix with uniform columns does not.
 #[test]
 fn hot_columns_are_chosen_for_skewed_columns_only() {
     let Some(ctx) = gpu("hot_columns_are_chosen_for_skewed_columns_only") else { return };
@@ -805,6 +807,17 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &power).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    drop((d, power));
+    let lap = gen::from_spec::<f64>("graphlap:powerlaw:1000000").unwrap();
+    let d = DeviceCsr::upload(ctx, &lap).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
+    assert!(d.plan().hot_columns(), "{}", d.plan().explain());
+    let x: Vec<f64> = (0..lap.ncols()).map(|i| ((i * 7919) % 1000) as f64 / 500.0 - 1.0).collect();
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let mut d_y = DeviceVector::from_slice(ctx, &vec![f64::NAN; lap.nrows()]).unwrap();
+    d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+    check("graphlap:powerlaw:1000000, auto", &lap, 1.0, &x, 0.0, &vec![f64::NAN; lap.nrows()], &d_y.to_vec().unwrap());
+    drop((d, lap, d_x, d_y));
     // a sparse R-MAT graph (about 3 entries per column, fewer than MIN_ENTRIES_PER_COLUMN):
     // skewed columns, but no hot columns
     let sparse = gen::rmat::<f32>(21, 3, 1).unwrap();

@@ -567,7 +567,9 @@ impl<T: Scalar> DeviceCsr<T> {
                 (Some(h), Some(cols)) => {
                     // counted, chosen and flagged on the device: preprocessing
                     let choosing = Instant::now();
-                    let chosen = h.choose::<T>(ctx, cols, a.nnz(), a.ncols())?;
+                    // columns near the diagonal: the blocks of the shape for them
+                    let local = shape.as_ref().is_some_and(|(s, _)| *s != RowShape::DEFAULT);
+                    let chosen = h.choose::<T>(ctx, cols, a.nnz(), a.ncols(), local)?;
                     preprocessing += choosing.elapsed();
                     chosen
                 }

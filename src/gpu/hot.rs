@@ -184,7 +184,8 @@ impl<T: Scalar> DeviceHot<T> {
 pub enum HotChoice {
     /// By the rule of [`plan_hot`]: matrices of more than [`SpmvPlan::SMALL_NNZ`] entries
     /// and at least [`MIN_ENTRIES_PER_COLUMN`] entries per column whose hot columns hold at
-    /// least [`MIN_SHARE`] of the entries and [`MIN_SKEW`] times their share of the columns
+    /// least [`MIN_SHARE_SCATTERED`] of the entries ([`MIN_SHARE`] where the columns lie near
+    /// the diagonal) and [`MIN_SKEW`] times their share of the columns
     /// (unless
     /// [`HOT_COLUMNS_ENV`] is `0`).
     #[default]
@@ -200,10 +201,15 @@ pub enum HotChoice {
 /// memory), to compare.
 pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 
-/// The share of the entries that hot columns must hold for the hot-column kernel to run.
+/// The share of the entries that hot columns must hold for the hot-column kernel to run, on
+/// matrices whose columns lie near the diagonal (the plan cuts their rows into blocks of
+/// [`RowShape::T512`](super::balance::RowShape::T512)); the others need
+/// [`MIN_SHARE_SCATTERED`]. There the L1 serves many gathers anyway and the hot-column kernel
+/// gives up the larger blocks: `graphlap:web:2000000` f32, whose 12288 hot columns hold 6.8%
+/// of the entries, ran 1.14x the time with them (H100, 2026-11-27).
 ///
-/// Measured on the H200 (`spgpu spmv`, hot against not, 48 KiB per block, with the row
-/// sums of 2026-11-24): every R-MAT graph ran faster with hot columns, by 4-20% with 23-53%
+/// First fitted on R-MAT graphs, measured on the H200 (`spgpu spmv`, hot against not,
+/// 48 KiB per block, with the row sums of 2026-11-24): every R-MAT graph ran faster with hot columns, by 4-20% with 23-53%
 /// of the entries in them, whatever its entries per column (6 to 16): `rmat:23:8:11` f64
 /// (23%) 686.6 -> 654.3 us, `rmat:22:8` f64 (29%) 294.7 -> 276.1 us and f32 (38%)
 /// 265.3 -> 230.0 us, `rmat:22:6:5` f32 198.0 -> 180.6 us, `rmat:21:10:4` f32 (45%)
@@ -212,6 +218,40 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// 295.6 -> 275.9 us, f32 (38%) 262.6 -> 229.7 us. (With the row sums before, hot columns
 /// lost 3-7% on R-MAT graphs of fewer than 9 entries per column, and the rule excluded them.)
 pub const MIN_SHARE: f64 = 0.2;
+
+/// The share of the entries that hot columns must hold for the hot-column kernel to run, on
+/// matrices whose columns are scattered (blocks of the default shape).
+///
+/// Measured on the H100 (2026-11-27, `spgpu bench --kernels auto`, two rounds per call,
+/// `perf/2026-11-27-s30-h100-hot-*`), hot columns against none:
+///
+/// - fit: on 19 matrix-precision pairs of R-MAT graphs and Laplacians of power-law and R-MAT
+///   graphs with 13.3% to 38.3% of their entries in hot columns, every pair gained:
+///   0.812x-0.978x in f32, 0.934x-0.998x in f64; the 9 pairs under the 20% of [`MIN_SHARE`]
+///   (7 power-law Laplacians, `rmat:24:6` and `graphlap:rmat:23:3:7` in f64) 0.911x-0.998x.
+///   A first bound of 12.5%.
+/// - validation (other sizes and seeds, 14 pairs, the 12.5% rule against none): the 10 pairs
+///   it gave hot columns (13.2% to 40.0%) gained 0.812x-0.980x; the two power-law Laplacians
+///   of f64 under it (10.7%, 11.7%, `x` past the L2) and a web-like Laplacian (columns near
+///   the diagonal) kept their kernel.
+/// - those two and two more power-law Laplacians of f64 with 10.1% to 12.1%, forced: 0.984x
+///   to 0.995x. The bound moved to 10%, below the least share measured.
+pub const MIN_SHARE_SCATTERED: f64 = 0.1;
+
+/// Set to a share from 0 to 1 to replace [`MIN_SHARE`] and [`MIN_SHARE_SCATTERED`], to
+/// compare.
+pub const HOT_MIN_SHARE_ENV: &str = "SPGPU_HOT_MIN_SHARE";
+
+/// The share of the entries that hot columns must hold: the one [`HOT_MIN_SHARE_ENV`] names,
+/// else [`MIN_SHARE`] where the columns lie near the diagonal (`local`), else
+/// [`MIN_SHARE_SCATTERED`].
+pub fn min_share(local: bool) -> f64 {
+    std::env::var(HOT_MIN_SHARE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| (0.0..=1.0).contains(s))
+        .unwrap_or(if local { MIN_SHARE } else { MIN_SHARE_SCATTERED })
+}
 
 /// How many times their share of the columns the hot columns' share of the entries must be
 /// (the hot columns read that many times as often as the mean column). A matrix of few
@@ -256,7 +296,7 @@ pub(crate) struct HotPlan {
     /// A hot column has more entries than this ([`HotColumns::min_entries_for`], 0 when
     /// forced).
     min_entries: u32,
-    /// Whether [`MIN_SHARE`] applies ([`HotChoice::Auto`]).
+    /// Whether the rules of [`min_share`] and [`MIN_SKEW`] apply ([`HotChoice::Auto`]).
     auto: bool,
 }
 
@@ -345,8 +385,8 @@ impl HotPlan {
     /// the device
     /// (`count_columns`, one read of the columns), keeps the most-read columns that repay
     /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
-    /// [`MIN_SHARE`] of the entries and [`MIN_SKEW`] times their share of the columns (or are
-    /// forced), rewrites their entries in place as
+    /// [`min_share`]`(local)` of the entries (`local`: the matrix's columns lie near the
+    /// diagonal) and [`MIN_SKEW`] times their share of the columns (or are forced), rewrites their entries in place as
     /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). `None`, with `cols` untouched, when no
     /// column qualifies. Returns the columns with the kernel's grid (the resident blocks)
     /// and its shared memory per block. Waits for the device.
@@ -361,6 +401,7 @@ impl HotPlan {
         cols: &mut DeviceMemory<u32>,
         n: usize,
         ncols: usize,
+        local: bool,
     ) -> Result<Option<(HotColumns, u32, u32)>> {
         let mut counts = vec![0u32; ncols];
         {
@@ -382,7 +423,7 @@ impl HotPlan {
         // the hot columns' share of the entries, and how many times their share of the columns
         let share = hot.entries() as f64 / n.max(1) as f64;
         let skew = share * ncols as f64 / hot.len().max(1) as f64;
-        if hot.is_empty() || (self.auto && (share < MIN_SHARE || skew < MIN_SKEW)) {
+        if hot.is_empty() || (self.auto && (share < min_share(local) || skew < MIN_SKEW)) {
             return Ok(None);
         }
         let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;
@@ -418,6 +459,15 @@ fn column_counts(col_indices: &[u32], ncols: usize) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scattered_columns_need_a_smaller_share_than_columns_near_the_diagonal() {
+        const { assert!(MIN_SHARE_SCATTERED < MIN_SHARE) };
+        if std::env::var(HOT_MIN_SHARE_ENV).is_err() {
+            assert_eq!(min_share(true), MIN_SHARE);
+            assert_eq!(min_share(false), MIN_SHARE_SCATTERED);
+        }
+    }
 
     #[test]
     fn the_most_read_columns_are_chosen_and_listed_in_order() {
