@@ -807,6 +807,8 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &power).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    // about 13 entries per column: none repays its copy, and the plan says so
+    assert!(d.plan().explain().contains("x: no hot columns: no column holds more than"), "{}", d.plan().explain());
     drop((d, power));
     let lap = gen::from_spec::<f64>("graphlap:powerlaw:1000000").unwrap();
     let d = DeviceCsr::upload(ctx, &lap).unwrap();
@@ -832,6 +834,7 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &even).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    assert!(d.plan().explain().contains("times their share of the columns (< 4)"), "{}", d.plan().explain());
 }
 
 /// Uploads `a` in f64 and in f32, checks that each plan runs the kernel given for its

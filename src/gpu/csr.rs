@@ -571,7 +571,13 @@ impl<T: Scalar> DeviceCsr<T> {
                     let local = shape.as_ref().is_some_and(|(s, _)| *s != RowShape::DEFAULT);
                     let chosen = h.choose::<T>(ctx, cols, a.nnz(), a.ncols(), local)?;
                     preprocessing += choosing.elapsed();
-                    chosen
+                    match chosen {
+                        Ok(chosen) => Some(chosen),
+                        Err(why) => {
+                            plan.set_no_hot(why);
+                            None
+                        }
+                    }
                 }
                 _ => None,
             };

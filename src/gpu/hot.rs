@@ -387,9 +387,10 @@ impl HotPlan {
     /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
     /// [`min_share`]`(local)` of the entries (`local`: the matrix's columns lie near the
     /// diagonal) and [`MIN_SKEW`] times their share of the columns (or are forced), rewrites their entries in place as
-    /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). `None`, with `cols` untouched, when no
-    /// column qualifies. Returns the columns with the kernel's grid (the resident blocks)
-    /// and its shared memory per block. Waits for the device.
+    /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). Returns the columns with the kernel's grid
+    /// (the resident blocks) and its shared memory per block, or, with `cols` untouched,
+    /// why no column qualifies (for [`explain`](super::SpmvPlan::explain)). Waits for the
+    /// device.
     ///
     /// On the H200 the whole preprocessing of `rmat:21:16` (row statistics, row blocks and
     /// this) took 29.7 ms (f64) this way, against 251 ms when the host counted the columns
@@ -402,7 +403,7 @@ impl HotPlan {
         n: usize,
         ncols: usize,
         local: bool,
-    ) -> Result<Option<(HotColumns, u32, u32)>> {
+    ) -> Result<std::result::Result<(HotColumns, u32, u32), String>> {
         let mut counts = vec![0u32; ncols];
         {
             let d_counts = DeviceMemory::<u32>::zeroed(ctx, ncols, "column counts")?;
@@ -423,8 +424,21 @@ impl HotPlan {
         // the hot columns' share of the entries, and how many times their share of the columns
         let share = hot.entries() as f64 / n.max(1) as f64;
         let skew = share * ncols as f64 / hot.len().max(1) as f64;
-        if hot.is_empty() || (self.auto && (share < min_share(local) || skew < MIN_SKEW)) {
-            return Ok(None);
+        let least = min_share(local);
+        if hot.is_empty() {
+            return Ok(Err(format!(
+                "no hot columns: no column holds more than {} entries (what copying it to every block costs)",
+                self.min_entries
+            )));
+        }
+        if self.auto && (share < least || skew < MIN_SKEW) {
+            let most = format!("the {} most-read columns hold {:.1}% of the entries", hot.len(), 100.0 * share);
+            return Ok(Err(if share < least {
+                let columns = if local { "columns near the diagonal" } else { "scattered columns" };
+                format!("no hot columns: {most} (< {:.0}% for {columns})", 100.0 * least)
+            } else {
+                format!("no hot columns: {most}, only {skew:.1} times their share of the columns (< {MIN_SKEW})")
+            }));
         }
         let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;
         // SAFETY: as above, every column is below ncols == slots.len(); `cols` is borrowed
@@ -434,7 +448,7 @@ impl HotPlan {
         };
         ctx.synchronize()?;
         let bytes = hot.len() * T::BYTES;
-        Ok(Some((hot, self.resident(ctx, bytes)?, bytes as u32)))
+        Ok(Ok((hot, self.resident(ctx, bytes)?, bytes as u32)))
     }
 }
 

@@ -372,6 +372,8 @@ pub struct SpmvPlan {
     memory: Option<(usize, usize)>,
     /// What the upload found about hot columns ([`super::hot`]), when it uses them.
     hot: Option<String>,
+    /// Why the upload counted the columns and kept none hot, when it did.
+    no_hot: Option<String>,
     /// Why the balanced kernel gathers `x` with the L2 prefetch hint, when it does
     /// ([`super::balance::prefetch_x`]).
     prefetch_x: Option<String>,
@@ -602,6 +604,7 @@ impl SpmvPlan {
             reason,
             memory: None,
             hot: None,
+            no_hot: None,
             prefetch_x: None,
             narrow: false,
             far: 0,
@@ -967,6 +970,12 @@ impl SpmvPlan {
         self.hot = Some(note);
     }
 
+    /// Records why the upload counted the columns and kept none hot, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_no_hot(&mut self, why: String) {
+        self.no_hot = Some(why);
+    }
+
     /// Records the shape of the balanced kernel's row blocks and why, for
     /// [`explain`](SpmvPlan::explain).
     pub(crate) fn set_blocks(&mut self, shape: super::balance::RowShape, why: String) {
@@ -1043,6 +1052,7 @@ impl SpmvPlan {
             reason: "the matrix is stored as ELLPACK".to_string(),
             memory: None,
             hot: None,
+            no_hot: None,
             prefetch_x: None,
             narrow: false,
             far: 0,
@@ -1228,7 +1238,7 @@ impl SpmvPlan {
                 crate::error::human_bytes(csr as u64)
             );
         }
-        if let Some(hot) = &self.hot {
+        if let Some(hot) = self.hot.as_ref().or(self.no_hot.as_ref()) {
             s += &format!("\n  x: {hot}");
         }
         if let Some(why) = &self.prefetch_x {
