@@ -827,6 +827,7 @@ fn hot_columns_are_chosen_for_skewed_columns_only() {
     let d = DeviceCsr::upload(ctx, &sparse).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced);
     assert!(!d.plan().hot_columns(), "{}", d.plan().explain());
+    assert!(d.plan().explain().contains("entries per column (< 5)"), "{}", d.plan().explain());
     // few columns read evenly (about 87 entries each): the most-read hold a quarter of the entries,
     // but no more than their share of the columns (MIN_SKEW), so no hot columns
     let even = gen::random_uniform::<f32>(1500, 50_000, 3000, 2);

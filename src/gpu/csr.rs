@@ -489,7 +489,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 |c| c == ColumnLayout::Narrow,
             );
         let hot = match &blocks {
-            Some(_) => plan_hot::<T>(ctx, a.nnz(), a.ncols(), wide, hot_choice)?,
+            Some(_) => plan_hot::<T>(ctx, &mut plan, a.nnz(), a.ncols(), wide, hot_choice)?,
             None => None,
         };
         let mut preprocessing = started.elapsed();

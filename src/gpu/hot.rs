@@ -305,9 +305,11 @@ pub(crate) struct HotPlan {
 /// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
 /// copy would show), fewer than [`MIN_ENTRIES_PER_COLUMN`] entries per column, or
 /// [`HOT_COLUMNS_ENV`] is `0`. Allows the kernel the shared memory of its hot entries.
-/// [`HotPlan::choose`] then counts the columns on the device.
+/// [`HotPlan::choose`] then counts the columns on the device. Tells `plan` when the
+/// matrix is too sparse for hot columns (for [`explain`](SpmvPlan::explain)).
 pub(crate) fn plan_hot<T: Scalar>(
     ctx: &Context,
+    plan: &mut SpmvPlan,
     nnz: usize,
     ncols: usize,
     wide: bool,
@@ -317,6 +319,12 @@ pub(crate) fn plan_hot<T: Scalar>(
     let off = std::env::var(HOT_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0");
     let sparse = nnz < ncols.saturating_mul(MIN_ENTRIES_PER_COLUMN);
     if choice == HotChoice::Off || (auto && (off || nnz <= SpmvPlan::SMALL_NNZ || sparse)) || nnz == 0 {
+        if auto && !off && nnz > SpmvPlan::SMALL_NNZ && sparse {
+            plan.set_no_hot(format!(
+                "no hot columns: {:.1} entries per column (< {MIN_ENTRIES_PER_COLUMN})",
+                nnz as f64 / ncols.max(1) as f64
+            ));
+        }
         return Ok(None);
     }
     let name = hot_kernel_name(false, T::NAME, wide);
