@@ -209,8 +209,9 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// of the entries, ran 1.14x the time with them (H100, 2026-11-27).
 ///
 /// First fitted on R-MAT graphs, measured on the H200 (`spgpu spmv`, hot against not,
-/// 48 KiB per block, with the row sums of 2026-11-24): every R-MAT graph ran faster with hot columns, by 4-20% with 23-53%
-/// of the entries in them, whatever its entries per column (6 to 16): `rmat:23:8:11` f64
+/// 48 KiB per block, with the row sums of 2026-11-24): every R-MAT graph ran faster with
+/// hot columns, by 4-20% with 23-53% of the entries in them, whatever its entries per
+/// column (6 to 16): `rmat:23:8:11` f64
 /// (23%) 686.6 -> 654.3 us, `rmat:22:8` f64 (29%) 294.7 -> 276.1 us and f32 (38%)
 /// 265.3 -> 230.0 us, `rmat:22:6:5` f32 198.0 -> 180.6 us, `rmat:21:10:4` f32 (45%)
 /// 158.7 -> 127.2 us, `rmat:20:8:3` f64 (44%) 69.5 -> 64.8 us. 20% stays below the least
@@ -394,8 +395,8 @@ impl HotPlan {
     /// (`count_columns`, one read of the columns), keeps the most-read columns that repay
     /// their copy ([`HotColumns::from_counts`], on the host), and, when they hold at least
     /// [`min_share`]`(local)` of the entries (`local`: the matrix's columns lie near the
-    /// diagonal) and [`MIN_SKEW`] times their share of the columns (or are forced), rewrites their entries in place as
-    /// [`HOT_FLAG`]` | slot` (`flag_hot_columns`). Returns the columns with the kernel's grid
+    /// diagonal) and [`MIN_SKEW`] times their share of the columns (or are forced), rewrites
+    /// their entries in place as [`HOT_FLAG`]` | slot` (`flag_hot_columns`). Returns the columns with the kernel's grid
     /// (the resident blocks) and its shared memory per block, or, with `cols` untouched,
     /// why no column qualifies (for [`explain`](super::SpmvPlan::explain)). Waits for the
     /// device.
