@@ -41,6 +41,13 @@ fn info_reports_header_counts_stats_symmetry_and_plan() {
     assert!(out.contains("row lengths: min 2, mean 2.00, max 2"), "{out}");
     assert!(out.contains("structurally symmetric: yes"), "{out}");
     assert!(out.contains("numerically symmetric: yes"), "{out}");
+    // every column read twice: the most-read hold the entries in proportion
+    assert!(
+        out.contains(
+            "column reads:    the 3 most-read columns hold 100.0% of the entries (1.0 x their share of the columns)"
+        ),
+        "{out}"
+    );
     assert!(out.contains("SpMV plan:"), "{out}");
 
     let o = spgpu(&["info", &data("good/unsorted.mtx")]);

@@ -1,11 +1,13 @@
 //! `spgpu info`: what a matrix is, before it is computed with.
 //!
 //! Prints the Matrix Market banner, the dimensions, the stored and expanded entry counts,
-//! the row-length statistics and histogram, the structural and numerical symmetry, and the
+//! the row-length statistics and histogram, the structural and numerical symmetry, how
+//! unevenly the columns are read (what the balanced kernel's hot columns would hold), and the
 //! SpMV plan the GPU code would choose ([`SpmvPlan::with_columns`] with the matrix's
 //! [`SpmvPlan::column_layout`] and a warp of 32, for f64 values and, where it differs, f32;
 //! no GPU is needed).
 
+use spgpu::gpu::hot::{HotColumns, HOT_BYTES_PER_BLOCK};
 use spgpu::gpu::{KernelChoice, SpmvPlan};
 use spgpu::{io, CsrMatrix};
 
@@ -109,6 +111,7 @@ pub fn run(args: Args) -> CliResult {
             )?;
         }
     }
+    column_reads(&a)?;
     // The plan the GPU code would choose (warp of 32) for f64 values; its text starts
     // "SpMV plan:". A rule that depends on the element type may choose otherwise for f32.
     let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto);
@@ -118,5 +121,27 @@ pub fn run(args: Args) -> CliResult {
     if single.kernel() != plan.kernel() {
         outln!("  with f32 values: {} ({})", single.kernel(), single.reason())?;
     }
+    Ok(())
+}
+
+/// How unevenly the columns are read: the share of the entries in the most-read columns, as
+/// many as the balanced kernel's hot columns hold per block in f64 and f32
+/// ([`HOT_BYTES_PER_BLOCK`]; on the GPU the upload also asks each to repay its copy).
+fn column_reads(a: &CsrMatrix<f64>) -> CliResult {
+    if a.nnz() == 0 {
+        return Ok(());
+    }
+    // the share of the entries in the most-read columns, and how many times their share of
+    // the columns that is
+    let share = |bytes: usize| {
+        let hot = HotColumns::select(a.col_indices(), a.ncols(), HOT_BYTES_PER_BLOCK / bytes, 0);
+        let share = hot.entries() as f64 / a.nnz() as f64;
+        (hot.len(), 100.0 * share, share * a.ncols() as f64 / hot.len().max(1) as f64)
+    };
+    let ((n64, s64, k64), (n32, s32, k32)) = (share(8), share(4));
+    outln!(
+        "column reads:    the {n64} most-read columns hold {s64:.1}% of the entries ({k64:.1} x their share of \
+         the columns), the {n32} most-read {s32:.1}% ({k32:.1} x): what hot columns would hold in f64 and f32"
+    )?;
     Ok(())
 }
