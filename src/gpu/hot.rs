@@ -204,9 +204,10 @@ pub const HOT_COLUMNS_ENV: &str = "SPGPU_HOT_COLUMNS";
 /// The share of the entries that hot columns must hold for the hot-column kernel to run, on
 /// matrices whose columns lie near the diagonal (the plan cuts their rows into blocks of
 /// [`RowShape::T512`](super::balance::RowShape::T512)); the others need
-/// [`MIN_SHARE_SCATTERED`]. There the L1 serves many gathers anyway and the hot-column kernel
-/// gives up the larger blocks: `graphlap:web:2000000` f32, whose 12288 hot columns hold 6.8%
-/// of the entries, ran 1.14x the time with them (H100, 2026-11-27).
+/// [`MIN_SHARE_SCATTERED`]. There the hot-column kernel gives up the larger blocks (and, not
+/// measured apart, the L1 likely serves many of those gathers anyway): `graphlap:web:2000000`
+/// f32, whose 12288 hot columns hold 6.8% of the entries, ran 1.14x the time with them
+/// (H100, 2026-11-27); no such matrix with a larger share was measured.
 ///
 /// First fitted on R-MAT graphs, measured on the H200 (`spgpu spmv`, hot against not,
 /// 48 KiB per block, with the row sums of 2026-11-24): every R-MAT graph ran faster with
