@@ -333,6 +333,43 @@ __device__ __forceinline__ void quad_products(unsigned (&c)[4], T (&v)[4], unsig
     sync();
 }
 
+// A sparse stream block's entries (more rows than threads, balanced_block): thread tid loads
+// the window entries tid + k * BT (k < 4) from lo to m, each column tied to its value's load
+// (`tied`, common.cuh), as every stream block did before session 29's quads. Such blocks hold
+// a few hundred entries, which quads leave to the first warps of the block: on the H200
+// (session 31, two rounds, perf/2026-11-27-s31-h200-strided-ab-*) loading them in quads had
+// made rmat:24:2 f64 1.08x slower than the strided loads of the build before; strided again,
+// rmat:24:2 f64 ran 0.93x the quads' time, rmat:23:4:3 f64 0.98x, rmat:22:8:7 1.01x, the
+// power-law graphs within 0.7%.
+template <typename T, unsigned BT>
+__device__ __forceinline__ void load_strided(const unsigned* __restrict__ cols, const T* __restrict__ vals,
+                                             unsigned lo, unsigned m, unsigned tid, unsigned (&c)[4], T (&v)[4]) {
+    const unsigned zero = m >> 31;  // m <= ENTRIES
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) {
+        const unsigned i = tid + k * BT;
+        const bool in = i >= lo && i < m;
+        c[k] = in ? ld_stream(cols + i) : 0u;
+        v[k] = in ? ld_stream(vals + i) : T(0);
+        c[k] = tied(c[k], v[k], zero);
+    }
+}
+
+// The products of the entries load_strided loaded into prod[tid + k * BT], then a barrier of
+// the row block. Every thread of the row block must call it.
+template <typename T, unsigned BT, typename X, typename Sync>
+__device__ __forceinline__ void strided_products(const unsigned (&c)[4], const T (&v)[4], unsigned lo, unsigned m,
+                                                 X xv, unsigned tid, acc_t* prod, Sync sync) {
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) {
+        const unsigned i = tid + k * BT;
+        if (i >= lo && i < m) {
+            prod[i] = acc_t(v[k]) * acc_t(xv(c[k]));
+        }
+    }
+    sync();
+}
+
 // The sum of values[i] * x[cols[i]] for i < n (n <= CHUNK), over the row block of BT
 // threads, valid in tid 0: every thread loads CHUNK / BT entries (coalesced, evict-first),
 // then gathers x. 0 when alpha == 0 (nothing is read). Every thread of the row block must call it.
@@ -549,13 +586,17 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     const unsigned m = alpha != T(0) && n > 0 ? lead + n : 0u;
     unsigned c[PER_THREAD];
     T v[PER_THREAD];
-    load_quad<T, (BT > SPGPU_BLOCK)>(col_indices + base, values + base, m, tid, c, v);
     // Blocks of SPGPU_BLOCK threads may hold up to SPGPU_BALANCED_ROWS rows (2 per thread; the
     // upload cuts them only from rows short enough, MAX_STEPS in src/gpu/balance.rs): thread
     // tid then sums rows tid and tid + BT alone, in a path of its own, so that the usual path
-    // below stays as it was.
+    // below stays as it was. Such a block loads its entries strided (load_strided), not in quads.
     static_assert(SPGPU_BALANCED_ROWS % SPGPU_BLOCK == 0, "whole rows per thread");
     constexpr unsigned RPT = BT == SPGPU_BLOCK ? SPGPU_BALANCED_ROWS / SPGPU_BLOCK : 1;
+    if (RPT > 1 && rows > BT) {
+        load_strided<T, BT>(col_indices + base, values + base, lead, m, tid, c, v);
+    } else {
+        load_quad<T, (BT > SPGPU_BLOCK)>(col_indices + base, values + base, m, tid, c, v);
+    }
     if (RPT > 1 && rows > BT) {
         O s[RPT], e[RPT];
 #pragma unroll
@@ -568,7 +609,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
                 e[k] = ldg(row_offsets + (r0 + g + 1));
             }
         }
-        quad_products<T>(c, v, lead, m, xv, tid, prod, sync);
+        strided_products<T, BT>(c, v, lead, m, xv, tid, prod, sync);
 #pragma unroll
         for (unsigned k = 0; k < RPT; ++k) {
             const unsigned g = tid + k * BT;
