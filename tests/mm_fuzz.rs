@@ -5,10 +5,14 @@
 //! or one past its end), and a file that reads returns a valid matrix that writes and reads
 //! back to the same matrix.
 //!
+//! The mutated files include the seed corpus of the `cargo fuzz` target (`fuzz/seeds`,
+//! `docs/matrix-market.md`), which does the same at much greater length but does not run in
+//! `cargo test`.
+//!
 //! The sizes a mutated size line announces can be huge (a vector of 2^31 entries is a valid
-//! file). This binary caps the reader's memory with `spgpu::io::set_memory_limit` (global to
-//! the process, hence a file of its own) so that such files fail fast with
-//! [`Error::InsufficientMemory`] instead of allocating gigabytes.
+//! file). This binary caps the reader's memory at 8 MiB with `spgpu::io::set_memory_limit`
+//! (global to the process, hence a file of its own), as the fuzz target does, so that such
+//! files fail fast with [`Error::InsufficientMemory`] instead of allocating gigabytes.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -127,7 +131,7 @@ fn mutate(r: &mut StdRng, s: &[u8]) -> Vec<u8> {
 }
 
 /// Fails unless `e` is an error a bad file may give: a Matrix Market error naming a line of
-/// the file or the one past its end, or the memory cap.
+/// the file or the one past its end, the memory cap, or (for gzip input) a corrupt stream.
 fn check_error(e: &Error, input: &[u8]) {
     let nlines = lines(input).len();
     match e {
@@ -136,6 +140,8 @@ fn check_error(e: &Error, input: &[u8]) {
             assert!(e.to_string().contains(&m.line.to_string()), "the message names no line: {e}");
         }
         Error::InsufficientMemory { .. } => {}
+        // a damaged gzip stream is an I/O error of the decompressor
+        Error::Io { .. } if input.starts_with(&[0x1f, 0x8b]) => {}
         other => panic!("unexpected error {other:?} for {:?}", show(input)),
     }
 }
@@ -178,7 +184,7 @@ fn read_every_way(b: &[u8]) -> Option<CsrMatrix<f64>> {
 
 #[test]
 fn mutated_files_give_a_matrix_or_an_error_naming_the_line() {
-    io::set_memory_limit(Some(64 << 20));
+    io::set_memory_limit(Some(8 << 20));
     let mut r = StdRng::seed_from_u64(0x5eed_f022);
     let (mut read, mut refused) = (0usize, 0usize);
     for seed in SEEDS {
@@ -197,13 +203,32 @@ fn mutated_files_give_a_matrix_or_an_error_naming_the_line() {
             }
         }
     }
+    // The fuzz target's seed corpus (fuzz/seeds: permissive forms, huge headers, binary
+    // files, a regression), each mutated too.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    let mut corpus: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    corpus.sort();
+    assert!(corpus.len() >= 40, "{} files in {}", corpus.len(), dir.display());
+    for path in corpus {
+        let seed = std::fs::read(&path).unwrap();
+        let _ = read_every_way(&seed);
+        for _ in 0..100 {
+            let b = mutate(&mut r, &seed);
+            if let Some(a) = read_every_way(&b) {
+                let mut out = Vec::new();
+                io::write_csr_to_writer(&mut out, &a, MmSymmetry::General).unwrap();
+                let back = io::read_csr_from_reader::<f64>(&out[..]).unwrap();
+                assert!(same(&back, &a), "round trip of {:?} from {}", show(&b), path.display());
+            }
+        }
+    }
     // The mutations must reach both outcomes, or the test checks too little.
     assert!(read >= 100 && refused >= 5000, "{read} read, {refused} refused");
 }
 
 #[test]
 fn damaged_gzip_streams_give_an_error_not_a_panic() {
-    io::set_memory_limit(Some(64 << 20));
+    io::set_memory_limit(Some(8 << 20));
     let mut r = StdRng::seed_from_u64(0x9a1b);
     for seed in SEEDS {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
