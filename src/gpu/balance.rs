@@ -94,7 +94,9 @@ pub const MAX_STEPS: usize = 128;
 /// Entries per vector load of a stream block (`load_quad` in `ptx/spmv.cu`): a stream
 /// block's entries are read from its first entry rounded down to a multiple of `QUAD`, and
 /// those up to `QUAD - 1` entries before it count towards its [`RowShape::entries`] (a row
-/// that would not fit so is cut into chunks).
+/// that would not fit so is cut into chunks). A block of more rows than threads counts its
+/// entries from the same place but loads them strided, one per thread at a time
+/// (`load_strided`: faster there on the H200, `docs/gpu-notes.md`, session 31).
 pub const QUAD: u64 = 4;
 
 /// Matrices of fewer rows than this (2816: those a warp per row cannot fill the GPU with,
