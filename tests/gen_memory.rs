@@ -81,17 +81,22 @@ fn estimates_bound_the_measured_peak() {
         "graphlap:rmat:13:16",
         "graphlap:lap2d:200",
     ];
-    for spec in specs {
+    // A transpose holds the matrix twice while it sorts the entries by column.
+    let twice = ["transpose:powerlaw:100000", "transpose:uniform:20000:30000:10"];
+    for (spec, copies) in specs.iter().map(|s| (*s, 1)).chain(twice.iter().map(|s| (*s, 2))) {
         let estimate = gen::estimate_host_bytes::<f64>(spec).unwrap();
         let (a, peak) = peak_of(spec);
-        let bytes = 4 * (a.nrows() as u64 + 1) + 12 * a.nnz() as u64;
-        println!("{spec}: matrix {bytes} B, peak {peak} B, estimate {estimate} B");
+        let bytes = copies * (8 * (a.nrows() as u64 + 1) + 12 * a.nnz() as u64);
+        println!("{spec}: matrix {bytes} B ({copies} copies), peak {peak} B, estimate {estimate} B");
         // The estimate bounds the peak (beside a few scratch rows and task lists) ...
         assert!(peak <= estimate + estimate / 50 + (256 << 10), "{spec}: peak {peak} > estimate {estimate}");
         // ... without overstating it much,
         assert!(estimate <= 2 * peak, "{spec}: estimate {estimate} > 2 x peak {peak}");
-        // and the peak stays near the matrix's own size.
-        assert!(peak >= bytes && peak <= bytes + bytes / 2 + (1 << 20), "{spec}: peak {peak}, matrix {bytes}");
+        // and the peak stays near the size of the matrices held at once.
+        assert!(
+            peak >= bytes - bytes / 20 && peak <= bytes + bytes / 2 + (1 << 20),
+            "{spec}: peak {peak}, matrix {bytes}"
+        );
     }
     // Exact where a formula gives the entry count.
     for spec in ["lap2d:300", "stencil27:30", "elast:10", "banded:50000:5"] {

@@ -269,7 +269,7 @@ proptest::proptest! {
     /// refused before anything is drawn.
     #[test]
     fn from_spec_never_panics(
-        spec in "(gen:)?(graphlap:)?(lap2d|lap3d|stencil27|uniform|powerlaw|longrows|banded|rmat|circuit|web|geo|elast|graphlap|bogus|)(:([0-9]|[0-9]{12,20}|x|-1|_|))?{0,5}"
+        spec in "(gen:)?(graphlap:|transpose:)?(lap2d|lap3d|stencil27|uniform|powerlaw|longrows|banded|rmat|circuit|web|geo|elast|graphlap|bogus|)(:([0-9]|[0-9]{12,20}|x|-1|_|))?{0,5}"
     ) {
         // A fixed limit: the outcome does not depend on this machine's memory.
         match gen::from_spec_with_limit::<f32>(&spec, Some(1 << 30)) {
@@ -501,6 +501,38 @@ fn graph_laplacian_symmetrizes_and_shifts() {
 }
 
 #[test]
+fn transpose_turns_skewed_rows_into_skewed_columns() {
+    let a = gen::power_law::<f64>(3000, 3000, 1.2, 3.0, 20_000, 2);
+    let t = from_spec::<f64>("transpose:powerlaw:3000:2").unwrap();
+    assert_eq!(t, a.transpose());
+    let mut per_column = vec![0usize; a.ncols()];
+    a.col_indices().iter().for_each(|&j| per_column[j as usize] += 1);
+    assert_eq!((t.nnz(), t.row_stats().max), (a.nnz(), *per_column.iter().max().unwrap()));
+    // The long rows became long columns: the transpose's rows are far more even.
+    assert!(a.row_stats().max > 20 * t.row_stats().max, "{} / {}", a.row_stats(), t.row_stats());
+    // Rectangular: ROWS x COLS becomes COLS x ROWS, and the entries move across.
+    let u = from_spec::<f32>("gen:transpose:gen:uniform:30:50:4:1").unwrap();
+    assert_eq!((u.nrows(), u.ncols()), (50, 30));
+    let src = gen::random_uniform::<f32>(30, 50, 4, 1);
+    for i in 0..30 {
+        for (&j, &v) in src.row(i).0.iter().zip(src.row(i).1) {
+            assert_eq!(u.get(j as usize, i), Some(v), "({i}, {j})");
+        }
+    }
+    // Symmetrizing forgets the transpose.
+    assert_eq!(
+        from_spec::<f64>("graphlap:transpose:rmat:9:4").unwrap(),
+        from_spec::<f64>("graphlap:rmat:9:4").unwrap()
+    );
+    // Estimates: the dimensions swap, the entries stay.
+    let (e, f) = (
+        gen::estimate_host_bytes::<f64>("uniform:1000:4000:8").unwrap(),
+        gen::estimate_host_bytes::<f64>("transpose:uniform:1000:4000:8").unwrap(),
+    );
+    assert!(f > e, "{f} <= {e}");
+}
+
+#[test]
 fn new_generators_do_not_depend_on_the_thread_count() {
     let build = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -532,6 +564,8 @@ fn from_spec_names_of_the_new_generators() {
     invalid("geo:1:2:3", "geo takes 1 to 2 parameter(s), got 3");
     invalid("graphlap:", "unknown generated matrix");
     invalid("graphlap:web:x", "'x' is not a whole number");
+    invalid("transpose:", "unknown generated matrix");
+    invalid("transpose:rmat:10", "rmat takes 2 to 3 parameter(s), got 1");
     let too_large = |spec: &str, what: &str, value: usize| match from_spec::<f64>(spec) {
         Err(Error::Format(FormatError::TooLarge { what: w, value: v, .. })) => {
             assert_eq!((w, v), (what, value), "{spec}")

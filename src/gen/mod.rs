@@ -58,6 +58,7 @@ use crate::{CsrMatrix, Scalar};
 /// | `geo:N[:SEED]` | [`random_geometric`]: random geometric graph in the unit square, 12 neighbours on average, SPD (typical: `geo:4000000`) |
 /// | `elast:N` | [`elasticity_3d`]: 3-DOF elasticity on an `N^3` grid, `3 N^3` rows, 81 entries per interior row, SPD (typical: `elast:64`) |
 /// | `graphlap:SPEC` | [`graph_laplacian`] of the matrix `SPEC` (built with f32 values): `L + I`, SPD (`graphlap:rmat:20:16`) |
+/// | `transpose:SPEC` | the transpose of the matrix `SPEC`: `transpose:powerlaw:4000000` has even rows and a few columns of up to 20000 entries, the in-links of a graph |
 ///
 /// The seed defaults to 42.
 ///

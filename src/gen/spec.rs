@@ -23,6 +23,7 @@ pub(super) enum Spec {
     Geo { n: usize, seed: u64 },
     Elast { n: usize },
     GraphLap(Box<Spec>),
+    Transpose(Box<Spec>),
 }
 
 /// What [`Spec::estimate`] finds: dimensions, a bound on the stored entries and the peak
@@ -47,6 +48,9 @@ impl Spec {
         let body = spec.strip_prefix("gen:").unwrap_or(spec);
         if let Some(inner) = body.strip_prefix("graphlap:") {
             return Ok(Spec::GraphLap(Box::new(Spec::parse(inner)?)));
+        }
+        if let Some(inner) = body.strip_prefix("transpose:") {
+            return Ok(Spec::Transpose(Box::new(Spec::parse(inner)?)));
         }
         let mut parts = body.split(':');
         let kind = parts.next().unwrap_or("");
@@ -129,7 +133,7 @@ impl Spec {
                 return Err(Error::InvalidArgument(format!(
                     "unknown generated matrix '{spec}': expected lap2d:N, lap3d:N, stencil27:N, \
                      uniform:ROWS:COLS:PER_ROW, powerlaw:ROWS, longrows:ROWS, banded:N:HALF, rmat:SCALE:EDGEFACTOR, \
-                     circuit:N, web:N, geo:N, elast:N or graphlap:SPEC"
+                     circuit:N, web:N, geo:N, elast:N, graphlap:SPEC or transpose:SPEC"
                 )))
             }
         })
@@ -261,6 +265,15 @@ impl Spec {
                 let e = square(i.nrows, nnz, 0);
                 Estimate { peak: e.peak.max(i.peak).max(merging), ..e }
             }
+            Spec::Transpose(ref inner) => {
+                let i = inner.estimate(value_bytes)?;
+                // the inner matrix and its transpose side by side, plus the counting sort's
+                // cursors (8 bytes a column)
+                let both = csr_bytes(i.nrows as u64, i.nnz, value_bytes)
+                    .saturating_add(csr_bytes(i.ncols as u64, i.nnz, value_bytes))
+                    .saturating_add(8 * (i.ncols as u64 + 1));
+                Estimate { nrows: i.ncols, ncols: i.nrows, nnz: i.nnz, peak: i.peak.max(both) }
+            }
         })
     }
 
@@ -275,7 +288,7 @@ impl Spec {
                 | Spec::Geo { .. }
                 | Spec::Elast { .. }
                 | Spec::GraphLap(_)
-        )
+        ) || matches!(self, Spec::Transpose(inner) if inner.symmetric_with_diagonal())
     }
 
     /// Builds the matrix; [`estimate`](Self::estimate) has checked the sizes.
@@ -293,6 +306,7 @@ impl Spec {
             Spec::Geo { n, seed } => graph::random_geometric(n, seed)?,
             Spec::Elast { n } => super::elasticity_3d(n)?,
             Spec::GraphLap(ref inner) => graph::graph_laplacian(inner.build::<f32>()?)?,
+            Spec::Transpose(ref inner) => inner.build::<T>()?.transpose(),
         })
     }
 }

@@ -36,6 +36,8 @@ Generated matrices by full name (also accepted as gen:NAME wherever a matrix fil
                                 average, numbered cell by cell (SPD); geo:4000000
   graphlap:NAME                 shifted graph Laplacian L + I of NAME's symmetrized pattern:
                                 rows sum to 1 (SPD); graphlap:rmat:20:16
+  transpose:NAME                the transpose of NAME: transpose:powerlaw:4000000 has even
+                                rows and a few columns of up to 20000 entries
 The seed defaults to 42; the same name gives the same matrix on any machine.
 
 Memory: the peak host memory of building the matrix is estimated first, and the

@@ -17,7 +17,8 @@ use crate::CliResult;
 #[derive(clap::Args)]
 pub struct Args {
     /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
-    /// (lap2d:N, lap3d:N, stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
+    /// (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K, powerlaw:R, rmat:S:E, web:N,
+    /// circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME, ...).
     pub matrix: String,
 }
 

@@ -25,8 +25,9 @@ const COPY_BANDWIDTH: f64 = 4.28e12;
 /// Arguments of `spgpu spmv`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N, lap3d:N,
-    /// stencil27:N, uniform:R:C:K, powerlaw:R, longrows:R, banded:N:H).
+    /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
+    /// (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K, powerlaw:R, rmat:S:E, web:N,
+    /// circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME, ...).
     pub matrix: String,
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
     /// 32), balanced, balanced:N (N = 256 or 512 threads per row block), sell, ell; or a
