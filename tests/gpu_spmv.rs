@@ -785,6 +785,40 @@ fn hot_columns_f32() {
     hot_columns::<f32>("hot_columns_f32");
 }
 
+/// SELL keeps no hot columns: even rows whose columns are read unevenly (the transpose of a
+/// power-law graph), which rule 5 sends to SELL, run balanced with hot columns, before and
+/// after `set_kernel(Auto)`; even rows over evenly read columns keep SELL.
+#[test]
+fn hot_columns_take_even_rows_from_sell() {
+    let Some(ctx) = gpu("hot_columns_take_even_rows_from_sell") else { return };
+    let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let a = gen::from_spec::<f64>("transpose:powerlaw:400000:3").unwrap();
+    assert!(a.nnz() > SpmvPlan::SMALL_NNZ && a.row_stats().max < 64, "{}", a.row_stats());
+    // the rule from the row lengths alone says SELL
+    assert_eq!(SpmvPlan::from_stats::<f64>(&a.row_stats(), 32).kernel(), SpmvKernel::Sell);
+    let mut d = DeviceCsr::upload(ctx, &a).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+    assert!(d.plan().hot_columns(), "{}", d.plan().explain());
+    assert!(d.plan().explain().contains("SELL gathers from the L2: balanced instead"), "{}", d.plan().explain());
+    let x: Vec<f64> = (0..a.ncols()).map(|i| ((i * 7919) % 1000) as f64 / 500.0 - 1.0).collect();
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    for round in ["upload", "set_kernel(auto)"] {
+        let mut d_y = DeviceVector::from_slice(ctx, &vec![f64::NAN; a.nrows()]).unwrap();
+        d.spmv(1.0, &d_x, 0.0, &mut d_y).unwrap();
+        check(&format!("transpose:powerlaw, {round}"), &a, 1.0, &x, 0.0, &vec![0.0; a.nrows()], &d_y.to_vec().unwrap());
+        d.set_kernel(KernelChoice::Auto).unwrap();
+        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{round}: {}", d.plan().explain());
+        assert!(d.plan().hot_columns(), "{round}: {}", d.plan().explain());
+    }
+    // forced, SELL still runs it
+    assert_eq!(DeviceCsr::upload_with(ctx, &a, KernelChoice::Sell).unwrap().plan().kernel(), SpmvKernel::Sell);
+    drop((d, a));
+    // random rows of 16: no column read more than its share, SELL
+    let even = gen::random_uniform::<f64>(400_000, 400_000, 16, 3);
+    let d = DeviceCsr::upload(ctx, &even).unwrap();
+    assert_eq!(d.plan().kernel(), SpmvKernel::Sell, "{}", d.plan().explain());
+}
+
 /// The automatic rule: an R-MAT graph of 2^20 rows gets hot columns (more than 4M entries,
 /// a third of them in hot columns), and so does the Laplacian of a power-law graph (scattered
 /// columns, 19% of the entries in the 6144 hot columns of f64: below `MIN_SHARE`, above

@@ -6,7 +6,7 @@ use cust::memory::DevicePointer;
 
 use super::balance::{choose_shape, RowBlocks, RowShape};
 use super::ell::CsrOnDevice;
-use super::hot::{plan_hot, DeviceHot, HotChoice, HotColumns};
+use super::hot::{hot_columns_over_sell, plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
 use super::narrow::{self, SlotCols};
 use super::positions::PIECE;
@@ -64,6 +64,9 @@ pub struct DeviceCsr<T: Scalar> {
     /// [`SpmvPlan::column_layout`]); kept so that `set_kernel(Auto)` plans as the upload's
     /// `Auto` would.
     columns: Option<ColumnLayout>,
+    /// Why the upload's `Auto` plan ran balanced where its rule said SELL (hot columns, or
+    /// SELL's padding), so that `set_kernel(Auto)` keeps the same kernel.
+    instead_of_sell: Option<String>,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -453,6 +456,14 @@ impl<T: Scalar> DeviceCsr<T> {
         let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
         let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
         let mut plan = plan;
+        let mut instead_of_sell = None;
+        // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
+        if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
+            if let Some(why) = hot_columns_over_sell::<T>(ctx, &plan, a, wide)? {
+                plan.fall_back_to_balanced(&why);
+                instead_of_sell = Some(why);
+            }
+        }
         let mut sell = None;
         if plan.kernel() == SpmvKernel::Sell {
             let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
@@ -469,6 +480,7 @@ impl<T: Scalar> DeviceCsr<T> {
                         return Err(Error::InvalidArgument(format!("{why}: use another kernel")));
                     }
                     plan.fall_back_to_balanced(&why);
+                    instead_of_sell = Some(why);
                 }
             }
         }
@@ -631,6 +643,7 @@ impl<T: Scalar> DeviceCsr<T> {
             launches: std::sync::Mutex::new(()),
             entry_base: base,
             columns,
+            instead_of_sell,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         d.note_x();
@@ -717,7 +730,10 @@ impl<T: Scalar> DeviceCsr<T> {
     /// plan is then unchanged. [`Error::Cuda`] when reading the offsets or uploading the row
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
-        let plan = SpmvPlan::with_columns::<T>(&self.stats, self.ctx.warp_size(), choice, self.columns)?;
+        let mut plan = SpmvPlan::with_columns::<T>(&self.stats, self.ctx.warp_size(), choice, self.columns)?;
+        if let (Some(why), SpmvKernel::Sell, KernelChoice::Auto) = (&self.instead_of_sell, plan.kernel(), choice) {
+            plan.fall_back_to_balanced(why);
+        }
         // the scalar and balanced kernels read 32-bit columns
         let widened = matches!(self.storage, Storage::Csr16 { .. })
             && matches!(plan.kernel(), SpmvKernel::Scalar | SpmvKernel::Balanced);
