@@ -77,32 +77,15 @@ pub enum Precision {
 /// run prints.
 fn after_help() -> String {
     let mut s = String::from("Suites (--suite, repeatable; generated on the host, once per run, then cast to f32):\n");
-    for (name, what, specs) in [
-        ("large", "the plan's rules are fitted on these", Suite::Large.specs()),
-        (
-            "validate",
-            "other sizes and seeds of the same classes, to check rules fitted on large",
-            Suite::Validate.specs(),
-        ),
-        ("check", "a third set of sizes and seeds, for rules revised after validate", Suite::Check.specs()),
-        (
-            "shapes",
-            "other shapes of the same classes (short, wide and banded rows, denser and sparser graphs)",
-            Suite::Shapes.specs(),
-        ),
-        (
-            "stress",
-            "past the other sets' shapes (few long rows, rows of one, narrow x, sparse graphs, Laplacians)",
-            Suite::Stress.specs(),
-        ),
-    ] {
-        s += &format!("  {name:<9} {what}:\n");
-        let mut line = String::from("            ");
+    for suite in suite::ALL {
+        let (name, what, specs) = (suite.name(), suite.what(), suite.specs());
+        s += &format!("  {name:<10} {what}:\n");
+        let mut line = String::from("             ");
         for spec in specs {
             if line.len() + spec.len() > 90 {
                 s += line.trim_end();
                 s.push('\n');
-                line = String::from("            ");
+                line = String::from("             ");
             }
             line += spec;
             line.push(' ');
