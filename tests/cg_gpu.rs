@@ -452,6 +452,35 @@ fn cg_with_hot_columns_matches_the_balanced_kernel() {
     assert_eq!(reports[0].1, reports[1].1, "solutions without and with hot columns");
 }
 
+/// CG through the balanced kernel in column parts (`spgpu::gpu::split`, each SpMV a launch
+/// per part inside the recorded iteration) converges to the tolerance, as in one pass: the
+/// row sums are added part after part, so the iterates may differ in the last bits.
+#[test]
+fn cg_in_column_parts_converges() {
+    use spgpu::gpu::KernelChoice;
+    let Some(ctx) = gpu("cg_in_column_parts_converges") else { return };
+    let a = gen::from_spec::<f64>("graphlap:rmat:12:8").unwrap();
+    let b = rhs_of_ones(&a);
+    let device = Device::new(ctx).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+    let mut iterations = Vec::new();
+    for parts in [1, 3] {
+        let d_a = if parts == 1 {
+            DeviceCsr::upload_with(ctx, &a, KernelChoice::Balanced).unwrap()
+        } else {
+            DeviceCsr::upload_in_column_parts(ctx, &a, parts).unwrap()
+        };
+        assert_eq!(d_a.plan().column_parts(), parts);
+        let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+        let params = CgParams { rtol: 1e-10, ..CgParams::default() };
+        let report = cg(&device, &d_a, &d_b, &mut d_x, &params).unwrap();
+        assert_eq!(report.stop_reason, StopReason::Converged, "{parts} parts");
+        assert!(true_relative_residual(&a, &d_x.to_vec().unwrap(), &b) <= 1e-10, "{parts} parts");
+        iterations.push(report.iterations);
+    }
+    assert!(iterations[0].abs_diff(iterations[1]) <= 2, "iterations in one pass and in parts: {iterations:?}");
+}
+
 /// CG through the balanced kernel with row blocks of 512 threads (the shape the plan gives
 /// matrices whose columns lie near the diagonal) converges as with the default blocks: the
 /// row sums are grouped differently, so the iterates may differ in the last bits, not more.

@@ -6,12 +6,13 @@ use cust::memory::DevicePointer;
 
 use super::balance::{choose_shape, RowBlocks, RowShape};
 use super::ell::CsrOnDevice;
-use super::hot::{hot_columns_over_sell, plan_hot, DeviceHot, HotChoice, HotColumns};
+use super::hot::{hot_columns_for, plan_hot, DeviceHot, HotChoice, HotColumns};
 use super::memory::DeviceMemory;
 use super::narrow::{self, SlotCols};
 use super::positions::PIECE;
 use super::positions::{positions_need_64_bits, shifted, Positions};
 use super::sell::{decode_narrow, SellLayout, SellMatrix};
+use super::split;
 use super::vector::{download, ptr_of, upload};
 use super::Stream;
 use super::{kernels, ColumnLayout, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
@@ -92,6 +93,9 @@ enum Storage<T: Scalar> {
     },
     Ell(Box<DeviceEll<T>>),
     Sell(Box<DeviceSell<T>>),
+    /// Column parts ([`super::split`]), each a matrix of its own on the balanced kernel, run
+    /// in order.
+    Parts(Vec<DeviceCsr<T>>),
 }
 
 /// A [`SellMatrix`] on the device.
@@ -302,6 +306,22 @@ const CHUNK_MAJOR_NOTE: &str = "few rows: chunks past the first in chunk-major o
                                 once read one stretch of x";
 
 /// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
+/// Refuses an upload that needs more device memory than is free, before anything is
+/// allocated: `InsufficientMemory` naming the matrix, its storage (`how`) and both figures.
+fn check_device_memory<T: Scalar>(ctx: &Context, a: &CsrMatrix<T>, how: &str, needed: u64) -> Result<()> {
+    let available = ctx.available_memory()?;
+    if needed > available {
+        return Err(Error::InsufficientMemory {
+            what: format!("a {} x {} matrix of {} entries ({how}, {})", a.nrows(), a.ncols(), a.nnz(), T::NAME),
+            memory: "device",
+            needed,
+            available,
+            hint: "use a device with more memory, f32 values, or free other device memory first".into(),
+        });
+    }
+    Ok(())
+}
+
 fn blocks_note(sweep: bool, why: String) -> String {
     if sweep {
         format!("{why}; {CHUNK_MAJOR_NOTE}")
@@ -439,6 +459,22 @@ impl<T: Scalar> DeviceCsr<T> {
         Self::upload_shifted(ctx, a, choice, base, hot)
     }
 
+    /// For tests: uploads `a` in `parts` column parts ([`super::split`]) whatever the rule
+    /// says (at most one part per column).
+    ///
+    /// # Errors
+    ///
+    /// As [`upload`](DeviceCsr::upload).
+    #[doc(hidden)]
+    pub fn upload_in_column_parts(ctx: &'static Context, a: &CsrMatrix<T>, parts: usize) -> Result<Self> {
+        let started = Instant::now();
+        let stats = a.row_stats();
+        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
+        let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Balanced, columns)?;
+        let parts = parts.clamp(1, split::MAX_PARTS).min(a.ncols().max(1));
+        Self::upload_parts(ctx, a, plan, stats, columns, parts, started)
+    }
+
     fn upload_shifted(
         ctx: &'static Context,
         a: &CsrMatrix<T>,
@@ -459,7 +495,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut instead_of_sell = None;
         // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
         if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            if let Some(why) = hot_columns_over_sell::<T>(ctx, &plan, a, wide)? {
+            if let Some(why) = hot_columns_for::<T>(ctx, &plan, a, wide)? {
                 plan.fall_back_to_balanced(&why);
                 instead_of_sell = Some(why);
             }
@@ -482,6 +518,23 @@ impl<T: Scalar> DeviceCsr<T> {
                     plan.fall_back_to_balanced(&why);
                     instead_of_sell = Some(why);
                 }
+            }
+        }
+        // x past the L2 on scattered columns: the balanced kernel in column parts
+        if plan.kernel() == SpmvKernel::Balanced
+            && choice == KernelChoice::Auto
+            && hot_choice == HotChoice::Auto
+            && base == 0
+            && a.nrows().saturating_mul(32) >= SpmvPlan::FEW_ROWS_THREADS
+        {
+            let l2 = ctx.info().l2_cache_bytes;
+            let parts = split::parts_for(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2);
+            // not where the one pass keeps hot columns (see hot_columns_for)
+            if parts > 1
+                && choose_shape(a.row_offsets(), a.col_indices(), None).0 == RowShape::DEFAULT
+                && hot_columns_for::<T>(ctx, &plan, a, wide)?.is_none()
+            {
+                return Self::upload_parts(ctx, a, plan, stats, columns, parts, started);
             }
         }
         // Row blocks of the shape the matrix's columns suit (choose_shape); the hot-column
@@ -523,23 +576,7 @@ impl<T: Scalar> DeviceCsr<T> {
                     + hot.as_ref().map_or(0, |h| h.device_bytes::<T>(a.ncols()))
             }
         } as u64;
-        let available = ctx.available_memory()?;
-        if needed > available {
-            return Err(Error::InsufficientMemory {
-                what: format!(
-                    "a {} x {} matrix of {} entries ({}, {})",
-                    a.nrows(),
-                    a.ncols(),
-                    a.nnz(),
-                    plan.kernel(),
-                    T::NAME
-                ),
-                memory: "device",
-                needed,
-                available,
-                hint: "use a device with more memory, f32 values, or free other device memory first".into(),
-            });
-        }
+        check_device_memory(ctx, a, &plan.kernel().to_string(), needed)?;
         ctx.make_current()?;
         let storage = if plan.kernel() == SpmvKernel::Ell {
             // converted on the device from the uploaded CSR arrays, or on the host a piece at a
@@ -650,6 +687,73 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(d)
     }
 
+    /// Uploads `a` in `parts` column parts ([`super::split`]), each with the balanced kernel
+    /// and its own row blocks and hot columns; `plan` is the balanced plan of the whole.
+    /// The parts are cut on the host one at a time, each freed once uploaded.
+    fn upload_parts(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        mut plan: SpmvPlan,
+        stats: RowStats,
+        columns: Option<ColumnLayout>,
+        parts: usize,
+        started: Instant,
+    ) -> Result<Self> {
+        let offset = if positions_need_64_bits(a.nnz()) { 8 } else { 4 };
+        let needed = (parts * (a.nrows() + 1) * offset + a.nnz() * (4 + T::BYTES)) as u64;
+        check_device_memory(ctx, a, &format!("balanced, {parts} column parts"), needed)?;
+        let mut preprocessing = started.elapsed();
+        let mut uploaded = Vec::with_capacity(parts);
+        for k in 0..parts {
+            let cutting = Instant::now();
+            let (lo, hi) = (split::part_start(a.ncols(), parts, k), split::part_start(a.ncols(), parts, k + 1));
+            let part = split::column_range(a, lo, hi);
+            preprocessing += cutting.elapsed();
+            let d = Self::upload_shifted(ctx, &part, KernelChoice::Balanced, 0, HotChoice::Auto)?;
+            preprocessing += d.preprocessing;
+            uploaded.push(d);
+        }
+        let part_bytes = a.ncols().div_ceil(parts) * T::BYTES;
+        let hot = uploaded.iter().filter(|d| d.plan.hot_columns()).count();
+        plan.set_column_parts(
+            parts,
+            format!(
+                "gathered in {parts} column parts of at most {} each ({} of x past the {} L2; {}): the balanced \
+                 kernel runs part after part, the first with beta, the others adding into y{}",
+                crate::error::human_bytes(part_bytes as u64),
+                crate::error::human_bytes((a.ncols() * T::BYTES) as u64),
+                crate::error::human_bytes(ctx.info().l2_cache_bytes as u64),
+                if std::env::var(split::COLUMN_PARTS_ENV).is_ok() {
+                    format!("{} is set", split::COLUMN_PARTS_ENV)
+                } else {
+                    format!(
+                        "the rule: scattered columns, {:.1} >= {} entries per row, parts of at most {:.0}% of the L2",
+                        a.nnz() as f64 / a.nrows().max(1) as f64,
+                        split::MIN_MEAN_ROW,
+                        100.0 * split::PART_L2_SHARE
+                    )
+                },
+                if hot > 0 { format!("; {hot} of the parts keep hot columns") } else { String::new() }
+            ),
+        );
+        let mut d = DeviceCsr {
+            ctx,
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            storage: Storage::Parts(uploaded),
+            stats,
+            plan,
+            preprocessing,
+            launches: std::sync::Mutex::new(()),
+            entry_base: 0,
+            columns,
+            instead_of_sell: None,
+        };
+        d.plan.set_memory(d.device_bytes(), d.csr_bytes());
+        Ok(d)
+    }
+
     /// Tells the plan about the hot columns, if the matrix has them, and about the gathers of
     /// `x` with the L2 prefetch hint, if the plan runs the balanced kernel and it makes them
     /// (the row blocks stay when another CSR kernel is set).
@@ -698,6 +802,18 @@ impl<T: Scalar> DeviceCsr<T> {
         match (&self.storage, self.plan.kernel()) {
             (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
             (Storage::Sell(sl), _) => kernels::spmv::sell(self.ctx, stream, self, sl, alpha, x, beta, y),
+            (Storage::Parts(parts), _) => {
+                // checked before anything is launched, as the kernels do
+                kernels::spmv::check_dims(self.nrows, self.ncols, x, y)?;
+                for (k, part) in parts.iter().enumerate() {
+                    // alpha == 0 only scales y: the first part does it
+                    if k > 0 && alpha == T::ZERO {
+                        break;
+                    }
+                    part.spmv_on(stream, alpha, x, if k == 0 { beta } else { T::ONE }, y)?;
+                }
+                Ok(())
+            }
             (Storage::Csr { .. }, SpmvKernel::Scalar) => {
                 kernels::spmv::csr_scalar(self.ctx, stream, self, alpha, x, beta, y)
             }
@@ -744,6 +860,15 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let stored = self.storage_name();
         match (&mut self.storage, plan.kernel()) {
+            // the parts run the balanced kernel with the blocks and hot columns they have:
+            // the plan stays
+            (Storage::Parts(_), SpmvKernel::Balanced) if choice.row_shape().is_none() => return Ok(()),
+            (Storage::Parts(_), k) => {
+                return Err(Error::InvalidArgument(format!(
+                    "this matrix is stored as {stored} on the device: upload it again with DeviceCsr::upload_with \
+                     to run the {k} kernel"
+                )))
+            }
             (Storage::Ell(_), SpmvKernel::Ell)
             | (Storage::Sell(_), SpmvKernel::Sell)
             | (Storage::Csr16 { .. }, SpmvKernel::Vector { .. }) => {}
@@ -897,6 +1022,7 @@ impl<T: Scalar> DeviceCsr<T> {
                     + balanced.as_ref().map_or(0, |b| b.bytes)
                     + hot.as_ref().map_or(0, |h| DeviceHot::<T>::bytes(h.len))
             }
+            Storage::Parts(parts) => parts.iter().map(DeviceCsr::device_bytes).sum(),
         }
     }
 
@@ -916,6 +1042,7 @@ impl<T: Scalar> DeviceCsr<T> {
             Storage::Csr { row_offsets, .. } | Storage::Csr16 { row_offsets, .. } => row_offsets.is_wide(),
             Storage::Sell(sl) => sl.slice_ptr.is_wide(),
             Storage::Ell(e) => e.is_wide(),
+            Storage::Parts(parts) => parts.iter().any(DeviceCsr::offsets_are_64_bit),
         }
     }
 
@@ -974,6 +1101,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 let vals = download(values.as_ref(), self.nnz, "CSR values")?;
                 Ok(CsrMatrix::try_from_parts(self.nrows, self.ncols, offsets, cols, vals)?)
             }
+            Storage::Parts(parts) => {
+                let parts = parts.iter().map(DeviceCsr::download).collect::<Result<Vec<_>>>()?;
+                Ok(split::join(&parts))
+            }
         }
     }
 
@@ -1018,13 +1149,15 @@ impl<T: Scalar> DeviceCsr<T> {
                 a(sl.partials.as_ref()),
                 a(sl.far.as_ref()),
             ],
+            Storage::Parts(parts) => parts.iter().flat_map(DeviceCsr::device_addresses).collect(),
         };
         v.retain(|&p| p != 0);
         v
     }
 
     /// How the matrix is stored on the device: "CSR", "CSR with row blocks" (and hot
-    /// columns), "CSR with 16-bit column offsets", "ELLPACK" or "SELL-C-sigma".
+    /// columns), "CSR with 16-bit column offsets", "ELLPACK", "SELL-C-sigma" or "CSR in
+    /// column parts, each with row blocks" ([`super::split`]).
     pub fn storage_name(&self) -> &'static str {
         match &self.storage {
             Storage::Csr { balanced: None, .. } => "CSR",
@@ -1033,6 +1166,7 @@ impl<T: Scalar> DeviceCsr<T> {
             Storage::Csr16 { .. } => "CSR with 16-bit column offsets",
             Storage::Ell(_) => "ELLPACK",
             Storage::Sell(_) => "SELL-C-sigma",
+            Storage::Parts(_) => "CSR in column parts, each with row blocks",
         }
     }
 

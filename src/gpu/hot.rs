@@ -372,19 +372,24 @@ pub(crate) fn plan_hot<T: Scalar>(
     Ok(Some(plan))
 }
 
-/// Why the balanced kernel, with hot columns, should run a matrix that the automatic plan
-/// sends to SELL (`plan`): SELL gathers every entry of `x` from the L2, so where the balanced
-/// kernel's rule ([`plan_hot`], [`HotPlan::choose`]) would keep hot columns, it runs instead.
-/// `None` when it would keep none, or when the device has too little free memory to count
-/// the columns (then SELL runs, as before the count). Counts on the device, from a copy of
-/// the column indices made for the count and freed after it.
+/// Whether the balanced kernel's rule ([`plan_hot`], [`HotPlan::choose`]) would keep hot
+/// columns for `a`, and what they hold: `Some(why)` when it would, `None` when it would
+/// keep none, or when the device has too little free memory to count the columns. Counts
+/// on the device, from a copy of the column indices made for the count and freed after it.
+/// The upload asks before two choices (`plan`: the automatic plan so far):
 ///
-/// On the H200 (2026-11-27), on matrices of even rows whose columns are read unevenly (the
-/// transpose of a power-law graph: even rows of 13, the most-read 6144 columns holding 27%
-/// of the entries), SELL ran 1.16x-1.24x the time of balanced with hot columns, and about
-/// as fast as balanced without them. The matrices that keep SELL (circuits, meshes,
-/// geometric graphs, random rows) have no hot columns by the same rule.
-pub(crate) fn hot_columns_over_sell<T: Scalar>(
+/// - **SELL**, which gathers every entry of `x` from the L2: where hot columns would be
+///   kept, balanced runs instead. On the H200 (2026-11-27), on matrices of even rows whose
+///   columns are read unevenly (the transpose of a power-law graph: even rows of 13, the
+///   most-read 6144 columns holding 27% of the entries), SELL ran 1.16x-1.24x the time of
+///   balanced with hot columns, and about as fast as balanced without them. The matrices
+///   that keep SELL (circuits, meshes, geometric graphs, random rows) have no hot columns
+///   by the same rule.
+/// - **Column parts** ([`super::split`]): a matrix that keeps hot columns runs in one pass.
+///   On the H200 (2026-11-27) R-MAT graphs with hot columns ran 1.066x (f64) and 1.093x
+///   (f32) the one-pass time in parts (`rmat:23:16`), and gained at 16.8 million columns
+///   (`rmat:24:16`, 0.879x / 0.965x).
+pub(crate) fn hot_columns_for<T: Scalar>(
     ctx: &'static Context,
     plan: &SpmvPlan,
     a: &crate::CsrMatrix<T>,

@@ -93,6 +93,7 @@ pub mod narrow;
 mod plan;
 mod positions;
 pub mod sell;
+pub mod split;
 pub(crate) mod stream;
 mod vector;
 

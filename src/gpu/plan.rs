@@ -310,7 +310,7 @@ impl fmt::Display for KernelChoice {
 ///    slower than balanced; the circuit-like matrices (14%) keep SELL. Where the balanced
 ///    kernel would keep hot columns (SELL keeps none), the upload counts the columns and
 ///    runs it instead: the transposes of power-law graphs ran SELL 1.14x-1.26x slower
-///    (H200, 2026-11-27; `super::hot::hot_columns_over_sell`).
+///    (H200, 2026-11-27; `super::hot::hot_columns_for`).
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
@@ -389,6 +389,9 @@ pub struct SpmvPlan {
     /// The shape of the balanced kernel's row blocks and why ([`super::balance::choose_shape`]),
     /// when it runs without hot columns.
     blocks: Option<(super::balance::RowShape, String)>,
+    /// How many column parts the balanced kernel runs in and why ([`super::split`]), when
+    /// more than one.
+    parts: Option<(usize, String)>,
 }
 
 impl SpmvPlan {
@@ -623,6 +626,7 @@ impl SpmvPlan {
             narrow: false,
             far: 0,
             blocks: None,
+            parts: None,
         })
     }
 
@@ -1051,6 +1055,18 @@ impl SpmvPlan {
         self.hot.is_some()
     }
 
+    /// How many column parts the balanced kernel runs the matrix in ([`super::split`]): 1
+    /// unless `x` outgrew the L2 and the upload cut the columns.
+    pub fn column_parts(&self) -> usize {
+        self.parts.as_ref().map_or(1, |(k, _)| *k)
+    }
+
+    /// Records that the upload cut the matrix into `parts` column parts, and why, for
+    /// [`explain`](SpmvPlan::explain).
+    pub(crate) fn set_column_parts(&mut self, parts: usize, why: String) {
+        self.parts = Some((parts, why));
+    }
+
     /// The plan of an ELLPACK matrix of `T` values (always the ELL kernel); `stats` are its
     /// rows' statistics.
     pub fn for_ell<T: Scalar>(stats: &RowStats, warp_size: u32) -> SpmvPlan {
@@ -1071,6 +1087,7 @@ impl SpmvPlan {
             narrow: false,
             far: 0,
             blocks: None,
+            parts: None,
         }
     }
 
@@ -1256,6 +1273,9 @@ impl SpmvPlan {
             s += &format!("\n  x: {hot}");
         }
         if let Some(why) = &self.prefetch_x {
+            s += &format!("\n  x: {why}");
+        }
+        if let Some((_, why)) = &self.parts {
             s += &format!("\n  x: {why}");
         }
         if let Some((_, blocks)) = &self.blocks {

@@ -22,7 +22,12 @@ fn csr_arrays<T: Scalar>(a: &DeviceCsr<T>) -> Result<(bool, u64, u64, u64)> {
 }
 
 /// Checks `x.len() == ncols` and `y.len() == nrows`.
-fn check_dims<T: Scalar>(nrows: usize, ncols: usize, x: &DeviceVector<T>, y: &DeviceVector<T>) -> Result<()> {
+pub(crate) fn check_dims<T: Scalar>(
+    nrows: usize,
+    ncols: usize,
+    x: &DeviceVector<T>,
+    y: &DeviceVector<T>,
+) -> Result<()> {
     check_len("spmv: length of x", ncols, x.len())?;
     check_len("spmv: length of y", nrows, y.len())
 }

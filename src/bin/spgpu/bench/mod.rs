@@ -547,6 +547,9 @@ fn bench_matrix<T: CpuScalar>(
     if auto.plan().prefetch_x() {
         label += " + x prefetch";
     }
+    if auto.plan().column_parts() > 1 {
+        label += &format!(" in {} column parts", auto.plan().column_parts());
+    }
     info.set_plan(T::NAME, label, auto.plan().explain());
     let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
