@@ -59,6 +59,11 @@ pub const MIN_MEAN_ROW: f64 = 8.0;
 /// The most parts.
 pub const MAX_PARTS: usize = 16;
 
+/// The most that the parts' extra row offsets may add to the CSR arrays' bytes (each part
+/// beyond the first stores all the row offsets again), within the 25% of extra
+/// storage with room left for the row blocks.
+pub const MAX_EXTRA_OFFSETS: f64 = 0.2;
+
 /// Set to `0` to run one pass whatever the rule says, or to a number of parts to force it
 /// (on matrices the balanced kernel runs without hot columns), to compare.
 pub const COLUMN_PARTS_ENV: &str = "SPGPU_COLUMN_PARTS";
@@ -67,7 +72,8 @@ pub const COLUMN_PARTS_ENV: &str = "SPGPU_COLUMN_PARTS";
 /// entries with values of `value_bytes` bytes, on a device with an L2 of `l2_bytes`: 1 (one
 /// pass) unless `x` takes more than [`MIN_X_L2_SHARE`] of the L2 and the rows hold at least
 /// [`MIN_MEAN_ROW`] entries on average; then enough parts that each part's `x` takes at most
-/// that share, at most [`MAX_PARTS`]. The caller checks the rest of the
+/// that share, at most [`MAX_PARTS`], and no more than keep the extra row offsets within
+/// [`MAX_EXTRA_OFFSETS`] of the CSR arrays' bytes. The caller checks the rest of the
 /// rule (the balanced kernel, scattered columns, not few rows, no hot
 /// columns: `DeviceCsr::upload`).
 ///
@@ -88,7 +94,10 @@ pub fn column_parts(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize, 
     if l2_bytes == 0 || x_bytes <= MIN_X_L2_SHARE * l2_bytes as f64 || (nnz as f64) < MIN_MEAN_ROW * nrows as f64 {
         return 1;
     }
-    ((x_bytes / (PART_L2_SHARE * l2_bytes as f64)).ceil() as usize).clamp(1, MAX_PARTS)
+    let offset = if super::positions::positions_need_64_bits(nnz) { 8.0 } else { 4.0 };
+    let csr = offset * (nrows as f64 + 1.0) + (4 + value_bytes) as f64 * nnz as f64;
+    let by_memory = 1 + (MAX_EXTRA_OFFSETS * csr / (offset * (nrows as f64 + 1.0))) as usize;
+    ((x_bytes / (PART_L2_SHARE * l2_bytes as f64)).ceil() as usize).clamp(1, MAX_PARTS.min(by_memory))
 }
 
 /// [`column_parts`], or what [`COLUMN_PARTS_ENV`] forces.
@@ -204,6 +213,9 @@ mod tests {
         assert_eq!(column_parts(8_000_000, 4_800_000, 104_000_000, 8, l2), 2); // 38.4 MB, 61%
         assert_eq!(column_parts(1_000_000, 2_000_000_000, 104_000_000, 8, l2), MAX_PARTS);
         assert_eq!(column_parts(10, 10, 100, 8, 0), 1);
+        // rows of 8 over 100 million f32 columns: 13 parts by the L2, but the extra offsets
+        // (4 bytes a row per part) stay within 20% of 68 bytes a row: 1 + 3 = 4 parts
+        assert_eq!(column_parts(10_000_000, 100_000_000, 80_000_000, 4, l2), 4);
         assert_eq!(part_start(10, 3, 0), 0);
         assert_eq!(part_start(10, 3, 3), 10);
     }
