@@ -305,7 +305,6 @@ impl<T: Scalar> DeviceSell<T> {
 const CHUNK_MAJOR_NOTE: &str = "few rows: chunks past the first in chunk-major order, so that the blocks running at \
                                 once read one stretch of x";
 
-/// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
 /// Refuses an upload that needs more device memory than is free, before anything is
 /// allocated: `InsufficientMemory` naming the matrix, its storage (`how`) and both figures.
 fn check_device_memory<T: Scalar>(ctx: &Context, a: &CsrMatrix<T>, how: &str, needed: u64) -> Result<()> {
@@ -322,6 +321,7 @@ fn check_device_memory<T: Scalar>(ctx: &Context, a: &CsrMatrix<T>, how: &str, ne
     Ok(())
 }
 
+/// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
 fn blocks_note(sweep: bool, why: String) -> String {
     if sweep {
         format!("{why}; {CHUNK_MAJOR_NOTE}")
@@ -718,7 +718,7 @@ impl<T: Scalar> DeviceCsr<T> {
         plan.set_column_parts(
             parts,
             format!(
-                "gathered in {parts} column parts of at most {} each ({} of x past the {} L2; {}): the balanced \
+                "gathered in {parts} column parts of at most {} each (x of {}, an L2 of {}; {}): the balanced \
                  kernel runs part after part, the first with beta, the others adding into y{}",
                 crate::error::human_bytes(part_bytes as u64),
                 crate::error::human_bytes((a.ncols() * T::BYTES) as u64),
@@ -727,7 +727,9 @@ impl<T: Scalar> DeviceCsr<T> {
                     format!("{} is set", split::COLUMN_PARTS_ENV)
                 } else {
                     format!(
-                        "the rule: scattered columns, {:.1} >= {} entries per row, parts of at most {:.0}% of the L2",
+                        "the rule: x past {:.0}% of the L2, scattered columns, {:.1} >= {} entries per row, parts \
+                         of at most {:.0}% of the L2",
+                        100.0 * split::MIN_X_L2_SHARE,
                         a.nnz() as f64 / a.nrows().max(1) as f64,
                         split::MIN_MEAN_ROW,
                         100.0 * split::PART_L2_SHARE

@@ -330,7 +330,11 @@ impl fmt::Display for KernelChoice {
 ///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
 ///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 8 held-out pairs there 0.955x-0.993x
 ///    (11 pairs of the fit sets' matrices 0.945x-0.987x), and no change outside the window. No
-///    extra memory.
+///    extra memory. Where `x` takes more than 60% of the L2, the columns are scattered, the
+///    rows hold 8 entries or more on average and no hot columns are kept, the upload cuts
+///    the matrix into **column parts** of at most half the L2 each, run one after the other
+///    ([`super::split`]): power-law graphs of 6 to 12 million rows in `f64` took 0.49x-0.71x
+///    the one-pass time on the H200 (2026-11-27).
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
