@@ -1,5 +1,5 @@
-//! Column parts: a matrix whose `x` outgrows the L2, cut into ranges of columns, each run
-//! by the balanced kernel in turn.
+//! Column parts: a matrix whose `x` takes most of the L2 or more, cut into ranges of
+//! columns, each run by the balanced kernel in turn.
 //!
 //! The balanced kernel gathers one entry of `x` per entry of the matrix. While `x` takes a
 //! small part of the L2 those gathers are L2 hits; as it grows, on scattered columns, more
@@ -31,8 +31,9 @@
 //! 127% (at 51% one pass and two parts are within 2%); at 153% it gives four parts, not
 //! measured. Not where the one pass keeps hot columns (R-MAT graphs lost 7-9% in parts:
 //! [`super::hot`]). Held out: `powerlaw:7000000:9` f64 (`x` at 89%) took 0.654x the one
-//! pass's time in two parts (1.54x cuSPARSE against 1.006x). With 2 entries per row the rows' bytes outweigh the gathers: `rmat:24:2` f64
-//! (16.8 million columns) took 454 µs in one pass, 501 in two parts and 554 in three.
+//! pass's time in two parts (1.54x cuSPARSE against 1.006x). With 2 entries per row the
+//! rows' bytes outweigh the gathers: `rmat:24:2` f64 (16.8 million columns) took 454 µs in
+//! one pass, 501 in two parts and 554 in three.
 //!
 //! Each row's sum is its parts' sums added in column order, a fixed order: repeated calls
 //! give the same bits (not the bits of one pass, which adds the entries in another order).
@@ -72,7 +73,7 @@ pub const COLUMN_PARTS_ENV: &str = "SPGPU_COLUMN_PARTS";
 /// entries with values of `value_bytes` bytes, on a device with an L2 of `l2_bytes`: 1 (one
 /// pass) unless `x` takes more than [`MIN_X_L2_SHARE`] of the L2 and the rows hold at least
 /// [`MIN_MEAN_ROW`] entries on average; then enough parts that each part's `x` takes at most
-/// that share, at most [`MAX_PARTS`], and no more than keep the extra row offsets within
+/// [`PART_L2_SHARE`] of the L2, at most [`MAX_PARTS`], and no more than keep the extra row offsets within
 /// [`MAX_EXTRA_OFFSETS`] of the CSR arrays' bytes. The caller checks the rest of the
 /// rule (the balanced kernel, scattered columns, not few rows, no hot
 /// columns: `DeviceCsr::upload`).
