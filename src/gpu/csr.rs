@@ -493,9 +493,11 @@ impl<T: Scalar> DeviceCsr<T> {
         let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
         let mut plan = plan;
         let mut instead_of_sell = None;
+        // the automatic plan's row-block shape, once looked at (it scans every entry)
+        let mut auto_shape = None;
         // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
         if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            if let Some(why) = hot_columns_for::<T>(ctx, &plan, a, wide)? {
+            if let Some(why) = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)? {
                 plan.fall_back_to_balanced(&why);
                 instead_of_sell = Some(why);
             }
@@ -529,19 +531,22 @@ impl<T: Scalar> DeviceCsr<T> {
         {
             let l2 = ctx.info().l2_cache_bytes;
             let parts = split::parts_for(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2);
-            // not where the one pass keeps hot columns (see hot_columns_for)
-            if parts > 1
-                && choose_shape(a.row_offsets(), a.col_indices(), None).0 == RowShape::DEFAULT
-                && hot_columns_for::<T>(ctx, &plan, a, wide)?.is_none()
-            {
-                return Self::upload_parts(ctx, a, plan, stats, columns, parts, started);
+            if parts > 1 {
+                let (s, _) = auto_shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None));
+                // scattered columns, and not where the one pass keeps hot columns (see
+                // hot_columns_for)
+                if *s == RowShape::DEFAULT && hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?.is_none() {
+                    return Self::upload_parts(ctx, a, plan, stats, columns, parts, started);
+                }
             }
         }
         // Row blocks of the shape the matrix's columns suit (choose_shape); the hot-column
         // kernel, if the device count later gives the matrix hot columns, runs the default
         // shape, and only then are the blocks cut again.
-        let mut shape = (plan.kernel() == SpmvKernel::Balanced)
-            .then(|| choose_shape(a.row_offsets(), a.col_indices(), forced_shape));
+        let mut shape = (plan.kernel() == SpmvKernel::Balanced).then(|| match (auto_shape, forced_shape) {
+            (Some(known), None) => known,
+            _ => choose_shape(a.row_offsets(), a.col_indices(), forced_shape),
+        });
         let mut blocks = shape.as_ref().map(|(s, _)| RowBlocks::with_shape(a.row_offsets(), *s));
         // the vector kernel reads 16-bit columns when every entry lies near the diagonal and
         // its rows are long enough to be read a few entries per thread at a time

@@ -374,7 +374,10 @@ pub(crate) fn plan_hot<T: Scalar>(
 
 /// Whether the balanced kernel's rule ([`plan_hot`], [`HotPlan::choose`]) would keep hot
 /// columns for `a`, and what they hold: `Some(why)` when it would, `None` when it would
-/// keep none, or when the device has too little free memory to count the columns. Counts
+/// keep none, or when the device has too little free memory to count the columns. The
+/// row-block shape the upload would cut ([`choose_shape`](super::balance::choose_shape),
+/// whose blocks of 512 threads mean columns near the diagonal) sets the share they need:
+/// `shape` holds it once looked at, and is filled when this looks first. Counts
 /// on the device, from a copy of the column indices made for the count and freed after it.
 /// The upload asks before two choices (`plan`: the automatic plan so far):
 ///
@@ -394,6 +397,7 @@ pub(crate) fn hot_columns_for<T: Scalar>(
     plan: &SpmvPlan,
     a: &crate::CsrMatrix<T>,
     wide: bool,
+    shape: &mut Option<(super::balance::RowShape, String)>,
 ) -> Result<Option<String>> {
     let mut scratch = plan.clone();
     let Some(hot) = plan_hot::<T>(ctx, &mut scratch, a.nnz(), a.ncols(), wide, HotChoice::Auto)? else {
@@ -403,9 +407,8 @@ pub(crate) fn hot_columns_for<T: Scalar>(
     if bytes > ctx.available_memory()? / 2 {
         return Ok(None);
     }
-    // the row blocks' shape decides which share the hot columns need, as in the upload
-    let (shape, _) = super::balance::choose_shape(a.row_offsets(), a.col_indices(), None);
-    let local = shape != super::balance::RowShape::DEFAULT;
+    let (s, _) = shape.get_or_insert_with(|| super::balance::choose_shape(a.row_offsets(), a.col_indices(), None));
+    let local = *s != super::balance::RowShape::DEFAULT;
     let mut cols = DeviceMemory::from_slice(ctx, a.col_indices(), "column indices (counted)")?;
     Ok(match hot.choose::<T>(ctx, &mut cols, a.nnz(), a.ncols(), local)? {
         Ok((h, _, _)) => Some(format!(

@@ -1060,7 +1060,8 @@ impl SpmvPlan {
     }
 
     /// How many column parts the balanced kernel runs the matrix in ([`super::split`]): 1
-    /// unless `x` outgrew the L2 and the upload cut the columns.
+    /// unless `x` takes more than 60% of the L2 ([`super::split::MIN_X_L2_SHARE`]) and the
+    /// upload cut the columns.
     pub fn column_parts(&self) -> usize {
         self.parts.as_ref().map_or(1, |(k, _)| *k)
     }
