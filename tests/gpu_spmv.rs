@@ -797,11 +797,11 @@ fn hot_columns_f32() {
 fn column_parts_for_an_x_past_the_l2() {
     let Some(ctx) = gpu("column_parts_for_an_x_past_the_l2") else { return };
     let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    // 300000 power-law rows (mean 13) over 12 million columns: an x of 96 MB in f64, 48 MB
-    // in f32
-    let a = gen::power_law::<f64>(300_000, 12_000_000, 1.2, 3.0, 20_000, 5);
+    // 1.5 million power-law rows (mean 13) over 12 million columns, 1.6 entries per column:
+    // an x of 96 MB in f64, 48 MB in f32
+    let a = gen::power_law::<f64>(1_500_000, 12_000_000, 1.2, 3.0, 20_000, 5);
     let l2 = ctx.info().l2_cache_bytes;
-    let want = spgpu::gpu::split::column_parts(a.nrows(), a.ncols(), a.nnz(), 8, l2);
+    let want = spgpu::gpu::split::column_parts(a.nrows(), a.ncols(), a.nnz(), 8, l2, SpmvKernel::Balanced);
     let mut d = DeviceCsr::upload(ctx, &a).unwrap();
     assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
     assert_eq!(d.plan().column_parts(), want, "{}", d.plan().explain());
@@ -845,15 +845,57 @@ fn column_parts_for_an_x_past_the_l2() {
         assert_eq!(d.plan().column_parts(), want, "a refused set_kernel leaves the plan");
     }
     drop((d, d_x));
-    // in f32 the same x takes 48 MB (80% of the H200's L2: two parts); rows of 2 on
-    // average: one pass
+    // in f32 the same x takes 48 MB (80% of the H200's L2: two parts)
     let d = DeviceCsr::upload(ctx, &a.cast::<f32>()).unwrap();
-    let want = spgpu::gpu::split::column_parts(a.nrows(), a.ncols(), a.nnz(), 4, l2);
+    let want = spgpu::gpu::split::column_parts(a.nrows(), a.ncols(), a.nnz(), 4, l2, SpmvKernel::Balanced);
     assert_eq!(d.plan().column_parts(), want, "{}", d.plan().explain());
     drop(d);
-    let sparse = gen::random_uniform::<f64>(3_000_000, 12_000_000, 2, 1);
+    // 0.3 entries per column: x is read about once per entry, parts or not
+    // (split::spread): one pass
+    let few = gen::power_law::<f64>(300_000, 12_000_000, 1.2, 3.0, 20_000, 5);
+    let d = DeviceCsr::upload(ctx, &few).unwrap();
+    assert_eq!(d.plan().column_parts(), 1, "{}", d.plan().explain());
+    drop((d, few));
+    // one entry per row: one pass
+    let sparse = gen::random_uniform::<f64>(3_000_000, 12_000_000, 1, 1);
     let d = DeviceCsr::upload(ctx, &sparse).unwrap();
     assert_eq!(d.plan().column_parts(), 1, "{}", d.plan().explain());
+    drop(d);
+    // an R-MAT graph's x of 134 MB, but most entries in few columns (split::spread): one
+    // pass
+    let rmat = gen::from_spec::<f64>("rmat:24:2").unwrap();
+    let counts = spgpu::gpu::hot::column_counts(rmat.col_indices(), rmat.ncols());
+    assert!(spgpu::gpu::split::spread(&counts) < spgpu::gpu::split::MIN_SPREAD);
+    let d = DeviceCsr::upload(ctx, &rmat).unwrap();
+    assert_eq!(d.plan().column_parts(), 1, "{}", d.plan().explain());
+    drop((d, rmat));
+    // even rows of 16 over 12 million columns (1.6 entries per column), which rule 5 gives
+    // SELL: column parts instead, past the L2
+    let even = gen::random_uniform::<f64>(1_200_000, 12_000_000, 16, 2);
+    let want = spgpu::gpu::split::column_parts(even.nrows(), even.ncols(), even.nnz(), 8, l2, SpmvKernel::Sell);
+    let mut d = DeviceCsr::upload(ctx, &even).unwrap();
+    assert_eq!(d.plan().column_parts(), want, "{}", d.plan().explain());
+    if want > 1 {
+        assert_eq!(d.plan().kernel(), SpmvKernel::Balanced, "{}", d.plan().explain());
+        assert!(d.plan().explain().contains("which SELL would gather in one pass"), "{}", d.plan().explain());
+        // set_kernel(Auto) keeps the parts, not SELL, which is not stored
+        d.set_kernel(KernelChoice::Auto).unwrap();
+        assert_eq!(d.plan().column_parts(), want, "{}", d.plan().explain());
+    }
+    let x = random_vec::<f64>(&mut rng, even.ncols());
+    let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
+    let y0 = start_y::<f64>(&mut rng, even.nrows(), 0.5);
+    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+    d.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
+    check("even rows over 12M columns", &even, 1.5, &x, 0.5, &y0, &d_y.to_vec().unwrap());
+    // a forced kernel is never cut into parts
+    drop(d);
+    let one = DeviceCsr::upload_with(ctx, &even, KernelChoice::Sell).unwrap();
+    assert_eq!(one.plan().kernel(), SpmvKernel::Sell);
+    assert_eq!(one.plan().column_parts(), 1);
+    let mut d_y = DeviceVector::from_slice(ctx, &y0).unwrap();
+    one.spmv(1.5, &d_x, 0.5, &mut d_y).unwrap();
+    check("even rows over 12M columns, SELL", &even, 1.5, &x, 0.5, &y0, &d_y.to_vec().unwrap());
 }
 
 /// SELL keeps no hot columns: even rows whose columns are read unevenly (the transpose of a

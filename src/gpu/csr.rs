@@ -472,7 +472,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
         let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Balanced, columns)?;
         let parts = parts.clamp(1, split::MAX_PARTS).min(a.ncols().max(1));
-        Self::upload_parts(ctx, a, plan, stats, columns, parts, started)
+        Self::upload_parts(ctx, a, plan, columns, parts, started, "asked for (upload_in_column_parts)")
     }
 
     fn upload_shifted(
@@ -495,11 +495,58 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut instead_of_sell = None;
         // the automatic plan's row-block shape, once looked at (it scans every entry)
         let mut auto_shape = None;
+        // whether the balanced kernel would keep hot columns, once counted (on the device)
+        let mut hot_known = None;
         // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
         if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            if let Some(why) = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)? {
-                plan.fall_back_to_balanced(&why);
-                instead_of_sell = Some(why);
+            let hot = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?;
+            if let Some(why) = &hot {
+                plan.fall_back_to_balanced(why);
+                instead_of_sell = Some(why.clone());
+            }
+            hot_known = Some(hot);
+        }
+        // x past the L2 on scattered columns: the balanced kernel in column parts, in place of
+        // SELL too (uniformly random rows: `split`)
+        if matches!(plan.kernel(), SpmvKernel::Balanced | SpmvKernel::Sell)
+            && choice == KernelChoice::Auto
+            && hot_choice == HotChoice::Auto
+            && base == 0
+            && a.nrows().saturating_mul(32) >= SpmvPlan::FEW_ROWS_THREADS
+        {
+            let l2 = ctx.info().l2_cache_bytes;
+            let parts = split::parts_for(a, l2, plan.kernel());
+            if parts > 1 {
+                let (s, _) = auto_shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None));
+                // scattered columns, and not where the one pass keeps hot columns (see
+                // hot_columns_for)
+                let scattered = *s == RowShape::DEFAULT;
+                if scattered {
+                    let hot = match hot_known.take() {
+                        Some(known) => known,
+                        None => hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?,
+                    };
+                    let spread = if hot.is_none() {
+                        split::spread(&super::hot::column_counts(a.col_indices(), a.ncols()))
+                    } else {
+                        0.0
+                    };
+                    if hot.is_none() && spread >= split::MIN_SPREAD {
+                        let one_pass = plan.kernel();
+                        if one_pass == SpmvKernel::Sell {
+                            let why = format!(
+                                "x takes {:.0}% of the L2 on scattered columns, which SELL would gather in one pass",
+                                100.0 * (a.ncols() * T::BYTES) as f64 / l2.max(1) as f64
+                            );
+                            plan.fall_back_to_balanced(&why);
+                            instead_of_sell = Some(why);
+                        }
+                        let rule = split::rule_note(a.nrows(), a.nnz(), one_pass, spread);
+                        let mut d = Self::upload_parts(ctx, a, plan, columns, parts, started, &rule)?;
+                        d.instead_of_sell = instead_of_sell;
+                        return Ok(d);
+                    }
+                }
             }
         }
         let mut sell = None;
@@ -519,24 +566,6 @@ impl<T: Scalar> DeviceCsr<T> {
                     }
                     plan.fall_back_to_balanced(&why);
                     instead_of_sell = Some(why);
-                }
-            }
-        }
-        // x past the L2 on scattered columns: the balanced kernel in column parts
-        if plan.kernel() == SpmvKernel::Balanced
-            && choice == KernelChoice::Auto
-            && hot_choice == HotChoice::Auto
-            && base == 0
-            && a.nrows().saturating_mul(32) >= SpmvPlan::FEW_ROWS_THREADS
-        {
-            let l2 = ctx.info().l2_cache_bytes;
-            let parts = split::parts_for(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2);
-            if parts > 1 {
-                let (s, _) = auto_shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None));
-                // scattered columns, and not where the one pass keeps hot columns (see
-                // hot_columns_for)
-                if *s == RowShape::DEFAULT && hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?.is_none() {
-                    return Self::upload_parts(ctx, a, plan, stats, columns, parts, started);
                 }
             }
         }
@@ -699,11 +728,12 @@ impl<T: Scalar> DeviceCsr<T> {
         ctx: &'static Context,
         a: &CsrMatrix<T>,
         mut plan: SpmvPlan,
-        stats: RowStats,
         columns: Option<ColumnLayout>,
         parts: usize,
         started: Instant,
+        rule: &str,
     ) -> Result<Self> {
+        let stats = a.row_stats();
         let offset = if positions_need_64_bits(a.nnz()) { 8 } else { 4 };
         let needed = (parts * (a.nrows() + 1) * offset + a.nnz() * (4 + T::BYTES)) as u64;
         check_device_memory(ctx, a, &format!("balanced, {parts} column parts"), needed)?;
@@ -723,23 +753,11 @@ impl<T: Scalar> DeviceCsr<T> {
         plan.set_column_parts(
             parts,
             format!(
-                "gathered in {parts} column parts of at most {} each (x of {}, an L2 of {}; {}): the balanced \
+                "gathered in {parts} column parts of at most {} each (x of {}, an L2 of {}; {rule}): the balanced \
                  kernel runs part after part, the first with beta, the others adding into y{}",
                 crate::error::human_bytes(part_bytes as u64),
                 crate::error::human_bytes((a.ncols() * T::BYTES) as u64),
                 crate::error::human_bytes(ctx.info().l2_cache_bytes as u64),
-                if std::env::var(split::COLUMN_PARTS_ENV).is_ok() {
-                    format!("{} is set", split::COLUMN_PARTS_ENV)
-                } else {
-                    format!(
-                        "the rule: x past {:.0}% of the L2, scattered columns, {:.1} >= {} entries per row, parts \
-                         of at most {:.0}% of the L2",
-                        100.0 * split::MIN_X_L2_SHARE,
-                        a.nnz() as f64 / a.nrows().max(1) as f64,
-                        split::MIN_MEAN_ROW,
-                        100.0 * split::PART_L2_SHARE
-                    )
-                },
                 if hot > 0 { format!("; {hot} of the parts keep hot columns") } else { String::new() }
             ),
         );

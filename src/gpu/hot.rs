@@ -511,8 +511,13 @@ impl HotPlan {
     }
 }
 
-/// Entries per column, counted by all threads at once.
-fn column_counts(col_indices: &[u32], ncols: usize) -> Vec<u32> {
+/// Entries per column of a matrix of `ncols` columns with these column indices (each below
+/// `ncols`), counted by all threads at once.
+///
+/// ```
+/// assert_eq!(spgpu::gpu::hot::column_counts(&[0, 2, 2, 1, 2], 4), vec![1, 1, 3, 0]);
+/// ```
+pub fn column_counts(col_indices: &[u32], ncols: usize) -> Vec<u32> {
     let counts: Vec<AtomicU32> = (0..ncols).map(|_| AtomicU32::new(0)).collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let piece = col_indices.len().div_ceil(threads).max(1 << 16);
