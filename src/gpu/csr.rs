@@ -495,11 +495,13 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut instead_of_sell = None;
         // the automatic plan's row-block shape, once looked at (it scans every entry)
         let mut auto_shape = None;
-        // whether the balanced kernel would keep hot columns, once counted (on the device)
+        // whether the balanced kernel would keep hot columns, once decided, and the entries
+        // of each column, once counted (on the device: hot::counts_for)
         let mut hot_known = None;
+        let mut counts = None;
         // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
         if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            let hot = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?;
+            let hot = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts)?;
             if let Some(why) = &hot {
                 plan.fall_back_to_balanced(why);
                 instead_of_sell = Some(why.clone());
@@ -521,17 +523,20 @@ impl<T: Scalar> DeviceCsr<T> {
                 // scattered columns, and not where the one pass keeps hot columns (see
                 // hot_columns_for)
                 let scattered = *s == RowShape::DEFAULT;
-                if scattered {
+                let spread = if scattered {
+                    if counts.is_none() {
+                        counts = Some(super::hot::counts_for(ctx, a)?);
+                    }
+                    split::spread(counts.as_deref().unwrap_or_default())
+                } else {
+                    0.0
+                };
+                if spread >= split::MIN_SPREAD {
                     let hot = match hot_known.take() {
                         Some(known) => known,
-                        None => hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape)?,
+                        None => hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts)?,
                     };
-                    let spread = if hot.is_none() {
-                        split::spread(&super::hot::column_counts(a.col_indices(), a.ncols()))
-                    } else {
-                        0.0
-                    };
-                    if hot.is_none() && spread >= split::MIN_SPREAD {
+                    if hot.is_none() {
                         let one_pass = plan.kernel();
                         if one_pass == SpmvKernel::Sell {
                             let why = format!(
@@ -549,6 +554,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 }
             }
         }
+        drop(counts);
         let mut sell = None;
         if plan.kernel() == SpmvKernel::Sell {
             let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;

@@ -374,12 +374,14 @@ pub(crate) fn plan_hot<T: Scalar>(
 
 /// Whether the balanced kernel's rule ([`plan_hot`], [`HotPlan::choose`]) would keep hot
 /// columns for `a`, and what they hold: `Some(why)` when it would, `None` when it would
-/// keep none, or when the device has too little free memory to count the columns. The
-/// row-block shape the upload would cut ([`choose_shape`](super::balance::choose_shape),
-/// whose blocks of 512 threads mean columns near the diagonal) sets the share they need:
-/// `shape` holds it once looked at, and is filled when this looks first. Counts
-/// on the device, from a copy of the column indices made for the count and freed after it.
-/// The upload asks before two choices (`plan`: the automatic plan so far):
+/// keep none. The row-block shape the upload would cut
+/// ([`choose_shape`](super::balance::choose_shape), whose blocks of 512 threads mean
+/// columns near the diagonal) sets the share they need: `shape` holds it once looked at,
+/// and is filled when this looks first. `counts` holds the entries of each column once
+/// counted ([`counts_for`]: on the device, from a copy of the column indices made for the
+/// count and freed after it), and is filled when this counts first; the column parts'
+/// [`spread`](super::split::spread) reads the same counts. The upload asks before two
+/// choices (`plan`: the automatic plan so far):
 ///
 /// - **SELL**, which gathers every entry of `x` from the L2: where hot columns would be
 ///   kept, balanced runs instead. On the H200 (2026-11-27), on matrices of even rows whose
@@ -398,27 +400,26 @@ pub(crate) fn hot_columns_for<T: Scalar>(
     a: &crate::CsrMatrix<T>,
     wide: bool,
     shape: &mut Option<(super::balance::RowShape, String)>,
+    counts: &mut Option<Vec<u32>>,
 ) -> Result<Option<String>> {
     let mut scratch = plan.clone();
     let Some(hot) = plan_hot::<T>(ctx, &mut scratch, a.nnz(), a.ncols(), wide, HotChoice::Auto)? else {
         return Ok(None);
     };
-    let bytes = 4 * (a.nnz() as u64 + a.ncols() as u64);
-    if bytes > ctx.available_memory()? / 2 {
-        return Ok(None);
-    }
     let (s, _) = shape.get_or_insert_with(|| super::balance::choose_shape(a.row_offsets(), a.col_indices(), None));
     let local = *s != super::balance::RowShape::DEFAULT;
-    let mut cols = DeviceMemory::from_slice(ctx, a.col_indices(), "column indices (counted)")?;
-    Ok(match hot.choose::<T>(ctx, &mut cols, a.nnz(), a.ncols(), local)? {
-        Ok((h, _, _)) => Some(format!(
-            "its {} most-read columns hold {:.1}% of the entries, which the balanced kernel keeps in \
-             shared memory and SELL gathers from the L2",
+    if counts.is_none() {
+        *counts = Some(counts_for(ctx, a)?);
+    }
+    let counts = counts.as_deref().unwrap_or_default();
+    Ok(hot.decide(counts, a.nnz(), a.ncols(), local).ok().map(|h| {
+        format!(
+            "its {} most-read columns hold {:.1}% of the entries, which the balanced kernel keeps in shared \
+             memory and SELL gathers from the L2",
             h.len(),
             100.0 * h.entries() as f64 / a.nnz().max(1) as f64
-        )),
-        Err(_) => None,
-    })
+        )
+    }))
 }
 
 impl HotPlan {
@@ -463,42 +464,11 @@ impl HotPlan {
         ncols: usize,
         local: bool,
     ) -> Result<std::result::Result<(HotColumns, u32, u32), String>> {
-        let mut counts = vec![0u32; ncols];
-        {
-            let d_counts = DeviceMemory::<u32>::zeroed(ctx, ncols, "column counts")?;
-            // SAFETY: `cols` holds the n column indices of a validated matrix of ncols
-            // columns, each below ncols == d_counts.len(); the download below waits for the
-            // kernel.
-            unsafe {
-                super::kernels::spmv::count_columns(
-                    ctx,
-                    cols.as_device_ptr().as_raw(),
-                    d_counts.as_device_ptr().as_raw(),
-                    n,
-                )?
-            };
-            d_counts.copy_to_host(&mut counts, "column counts")?;
-        }
-        let hot = HotColumns::from_counts(&counts, self.capacity, self.min_entries);
-        // the hot columns' share of the entries, and how many times their share of the columns
-        let share = hot.entries() as f64 / n.max(1) as f64;
-        let skew = share * ncols as f64 / hot.len().max(1) as f64;
-        let least = min_share(local);
-        if hot.is_empty() {
-            return Ok(Err(format!(
-                "no hot columns: no column holds more than {} entries (what copying it to every block costs)",
-                self.min_entries
-            )));
-        }
-        if self.auto && (share < least || skew < MIN_SKEW) {
-            let most = format!("the {} most-read columns hold {:.1}% of the entries", hot.len(), 100.0 * share);
-            return Ok(Err(if share < least {
-                let columns = if local { "columns near the diagonal" } else { "scattered columns" };
-                format!("no hot columns: {most} (< {:.0}% for {columns})", 100.0 * least)
-            } else {
-                format!("no hot columns: {most}, only {skew:.1} times their share of the columns (< {MIN_SKEW})")
-            }));
-        }
+        let counts = count_on_device(ctx, cols, n, ncols)?;
+        let hot = match self.decide(&counts, n, ncols, local) {
+            Ok(hot) => hot,
+            Err(why) => return Ok(Err(why)),
+        };
         let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;
         // SAFETY: as above, every column is below ncols == slots.len(); `cols` is borrowed
         // mutably, and the synchronization below completes the kernel before it is used.
@@ -509,6 +479,64 @@ impl HotPlan {
         let bytes = hot.len() * T::BYTES;
         Ok(Ok((hot, self.resident(ctx, bytes)?, bytes as u32)))
     }
+}
+
+impl HotPlan {
+    /// The hot columns that `counts` (the entries of each of the `ncols` columns, `n` in
+    /// all) give, or why none qualify: the most-read columns that repay their copy
+    /// ([`HotColumns::from_counts`]), if they hold at least [`min_share`]`(local)` of the
+    /// entries and [`MIN_SKEW`] times their share of the columns (or are forced).
+    fn decide(&self, counts: &[u32], n: usize, ncols: usize, local: bool) -> std::result::Result<HotColumns, String> {
+        let hot = HotColumns::from_counts(counts, self.capacity, self.min_entries);
+        // the hot columns' share of the entries, and how many times their share of the columns
+        let share = hot.entries() as f64 / n.max(1) as f64;
+        let skew = share * ncols as f64 / hot.len().max(1) as f64;
+        let least = min_share(local);
+        if hot.is_empty() {
+            return Err(format!(
+                "no hot columns: no column holds more than {} entries (what copying it to every block costs)",
+                self.min_entries
+            ));
+        }
+        if self.auto && (share < least || skew < MIN_SKEW) {
+            let most = format!("the {} most-read columns hold {:.1}% of the entries", hot.len(), 100.0 * share);
+            return Err(if share < least {
+                let columns = if local { "columns near the diagonal" } else { "scattered columns" };
+                format!("no hot columns: {most} (< {:.0}% for {columns})", 100.0 * least)
+            } else {
+                format!("no hot columns: {most}, only {skew:.1} times their share of the columns (< {MIN_SKEW})")
+            });
+        }
+        Ok(hot)
+    }
+}
+
+/// Entries per column of the matrix of `ncols` columns whose `n` column indices are
+/// uploaded in `cols`, counted on the device (`count_columns`, one read of the columns).
+/// Waits for the device.
+fn count_on_device(ctx: &'static Context, cols: &DeviceMemory<u32>, n: usize, ncols: usize) -> Result<Vec<u32>> {
+    let mut counts = vec![0u32; ncols];
+    let d_counts = DeviceMemory::<u32>::zeroed(ctx, ncols, "column counts")?;
+    // SAFETY: `cols` holds the n column indices of a validated matrix of ncols columns, each
+    // below ncols == d_counts.len(); the download below waits for the kernel.
+    unsafe {
+        super::kernels::spmv::count_columns(ctx, cols.as_device_ptr().as_raw(), d_counts.as_device_ptr().as_raw(), n)?
+    };
+    d_counts.copy_to_host(&mut counts, "column counts")?;
+    Ok(counts)
+}
+
+/// Entries per column of `a`: counted on the device from a temporary copy of its column
+/// indices, or on the host ([`column_counts`]) when the device has less than twice that
+/// copy free. The host's count is slower where many rows read a few columns, whose
+/// counters its threads contend for.
+pub(crate) fn counts_for<T: Scalar>(ctx: &'static Context, a: &crate::CsrMatrix<T>) -> Result<Vec<u32>> {
+    let bytes = 4 * (a.nnz() as u64 + a.ncols() as u64);
+    if bytes > ctx.available_memory()? / 2 {
+        return Ok(column_counts(a.col_indices(), a.ncols()));
+    }
+    let cols = DeviceMemory::from_slice(ctx, a.col_indices(), "column indices (counted)")?;
+    count_on_device(ctx, &cols, a.nnz(), a.ncols())
 }
 
 /// Entries per column of a matrix of `ncols` columns with these column indices (each below

@@ -179,11 +179,12 @@ pub const COLUMN_PARTS_ENV: &str = "SPGPU_COLUMN_PARTS";
 /// entries with values of `value_bytes` bytes, on a device with an L2 of `l2_bytes`, in
 /// place of `one_pass` (the kernel the plan gives it, SELL or balanced): 1 (one pass)
 /// unless `x` takes more than [`MIN_X_L2_SHARE`] of the L2 ([`MIN_X_L2_SHARE_SELL`] in
-/// place of SELL with rows of [`SELL_EARLY_MEAN_ROW`] or more) and the rows hold at least [`MIN_MEAN_ROW`] entries on average; then
-/// enough parts that each part's `x` takes at most [`PART_L2_SHARE`] of the L2, at most
-/// [`MAX_PARTS`], and no more than keep the extra row offsets within [`MAX_EXTRA_OFFSETS`]
-/// of the CSR arrays' bytes. The caller checks the rest of the rule (scattered columns,
-/// not few rows, no hot columns: `DeviceCsr::upload`).
+/// place of SELL with rows of [`SELL_EARLY_MEAN_ROW`] or more) and the rows hold at least
+/// [`MIN_MEAN_ROW`] entries on average; then enough parts that each part's `x` takes at
+/// most [`PART_L2_SHARE`] of the L2, at most [`MAX_PARTS`], and no more than keep the extra
+/// row offsets within [`MAX_EXTRA_OFFSETS`] of the CSR arrays' bytes. The caller checks the
+/// rest of the rule (scattered and spread columns, not few rows, no hot columns:
+/// `DeviceCsr::upload`).
 ///
 /// ```
 /// use spgpu::gpu::split::column_parts;
