@@ -470,8 +470,9 @@ impl HotPlan {
             Err(why) => return Ok(Err(why)),
         };
         let slots = DeviceMemory::from_slice(ctx, &hot.slot_map(ncols), "hot column slots")?;
-        // SAFETY: as above, every column is below ncols == slots.len(); `cols` is borrowed
-        // mutably, and the synchronization below completes the kernel before it is used.
+        // SAFETY: `cols` holds the n column indices of a validated matrix of ncols columns,
+        // each below ncols == slots.len(); `cols` is borrowed mutably, and the
+        // synchronization below completes the kernel before it is used.
         unsafe {
             super::kernels::spmv::flag_hot(ctx, cols.as_device_ptr().as_raw(), slots.as_device_ptr().as_raw(), n)?
         };
@@ -479,9 +480,7 @@ impl HotPlan {
         let bytes = hot.len() * T::BYTES;
         Ok(Ok((hot, self.resident(ctx, bytes)?, bytes as u32)))
     }
-}
 
-impl HotPlan {
     /// The hot columns that `counts` (the entries of each of the `ncols` columns, `n` in
     /// all) give, or why none qualify: the most-read columns that repay their copy
     /// ([`HotColumns::from_counts`]), if they hold at least [`min_share`]`(local)` of the
