@@ -496,7 +496,8 @@ impl<T: Scalar> DeviceCsr<T> {
         // the automatic plan's row-block shape, once looked at (it scans every entry)
         let mut auto_shape = None;
         // whether the balanced kernel would keep hot columns, once decided, and the entries
-        // of each column, once counted (on the device: hot::counts_for)
+        // of each column, once counted (on the device, or on the host where device memory
+        // is short: hot::counts_for)
         let mut hot_known = None;
         let mut counts = None;
         // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
@@ -540,7 +541,8 @@ impl<T: Scalar> DeviceCsr<T> {
                         let one_pass = plan.kernel();
                         if one_pass == SpmvKernel::Sell {
                             let why = format!(
-                                "x takes {:.0}% of the L2 on scattered columns, which SELL would gather in one pass",
+                                "x takes {:.0}% of the L2 on scattered columns, which SELL would gather in one pass \
+                                 (if its padding allows it)",
                                 100.0 * (a.ncols() * T::BYTES) as f64 / l2.max(1) as f64
                             );
                             plan.fall_back_to_balanced(&why);

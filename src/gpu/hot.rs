@@ -379,7 +379,8 @@ pub(crate) fn plan_hot<T: Scalar>(
 /// columns near the diagonal) sets the share they need: `shape` holds it once looked at,
 /// and is filled when this looks first. `counts` holds the entries of each column once
 /// counted ([`counts_for`]: on the device, from a copy of the column indices made for the
-/// count and freed after it), and is filled when this counts first; the column parts'
+/// count and freed after it, or on the host where device memory is short), and is filled
+/// when this counts first; the column parts'
 /// [`spread`](super::split::spread) reads the same counts. The upload asks before two
 /// choices (`plan`: the automatic plan so far):
 ///

@@ -311,7 +311,8 @@ impl fmt::Display for KernelChoice {
 ///    kernel would keep hot columns (SELL keeps none), the upload counts the columns and
 ///    runs it instead: the transposes of power-law graphs ran SELL 1.14x-1.26x slower
 ///    (H200, 2026-11-27; `super::hot::hot_columns_for`). And where `x` takes more than half
-///    the L2 on scattered columns, the balanced kernel runs in column parts instead (rule 6).
+///    the L2 (rows of 8 or more; 60% for shorter rows) on scattered, spread columns without
+///    hot columns, the balanced kernel runs in column parts instead (rule 6).
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
@@ -332,13 +333,13 @@ impl fmt::Display for KernelChoice {
 ///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 8 held-out pairs there 0.955x-0.993x
 ///    (11 pairs of the fit sets' matrices 0.945x-0.987x), and no change outside the window. No
 ///    extra memory. Where `x` takes more than 60% of the L2, the columns are scattered and
-///    spread (most entries not in a few columns), the rows hold 2 entries or more on
+///    spread (most entries not in a few columns), the rows hold 1.9 entries or more on
 ///    average and no hot columns are kept, the upload cuts the matrix into **column parts**
 ///    of at most half the L2 each, run one after the other ([`super::split`]): power-law
 ///    graphs of 6 to 12 million rows in `f64` took 0.49x-0.71x the one-pass time on the
 ///    H200 (2026-11-27). So do the matrices rule 5 gives SELL (uniformly random rows), from
-///    50% of the L2 where their rows hold 8 or more: 0.51x-0.94x SELL's time, held out
-///    (H200, session 33).
+///    50% of the L2 where their rows hold 8 or more: 0.51x-1.01x SELL's time on 20 held-out
+///    pairs, 1.06x-1.87x cuSPARSE (H200, session 33).
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
 /// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on

@@ -56,7 +56,8 @@
 //! | `uniform:16000000:16000000:2` | 204%, 102% | 0.838x-0.882x | 0.687x |
 //! | `transpose:uniform:16000000:8000000:3` | 204%, 102% | 0.615x | 0.566x |
 //!
-//! So in place of SELL parts begin at [`MIN_X_L2_SHARE_SELL`], 50%. The last matrix ran
+//! So in place of SELL parts begin at [`MIN_X_L2_SHARE_SELL`], 50%, for rows of
+//! [`SELL_EARLY_MEAN_ROW`] (8) or more on average, at 60% for shorter rows. The last matrix ran
 //! 0.96x / 0.98x cuSPARSE in one pass, 1.56x / 1.73x in parts.
 //!
 //! **Skewed columns stay in one pass.** R-MAT graphs whose columns are too unevenly read for
@@ -92,8 +93,9 @@ pub const MIN_X_L2_SHARE_SELL: f64 = 0.5;
 /// Rows this long on average, in place of SELL, take parts from [`MIN_X_L2_SHARE_SELL`];
 /// shorter rows from [`MIN_X_L2_SHARE`], since each part costs the same per row while the
 /// gathers it saves are fewer: `uniform:4000000:4000000:4:3` f64 (`x` at 51%, 4 per row)
-/// took 1.10x the time of SELL in two parts (held out, session 33), where rows of 9 to 24
-/// gained or broke even at 51% to 57%.
+/// took 1.10x the time of SELL in two parts (held out, session 33), where rows of 9, 10, 12
+/// and 20 gained or broke even at 51% to 57%. Rows of 6 gained too at 57% (f32, 0.905x),
+/// which this bound gives up.
 pub const SELL_EARLY_MEAN_ROW: f64 = 8.0;
 
 /// The fewest entries per row, on average, for parts: each part reads all the row offsets
@@ -127,40 +129,51 @@ pub const SPREAD_SHARE: f64 = 0.9;
 
 /// How evenly the entries spread over the columns: the fewest columns that hold
 /// [`SPREAD_SHARE`] of the entries (the most-read first), over `SPREAD_SHARE` of all the
-/// columns. `counts` holds the entries of each column. 1 when every column holds as many;
-/// near 0 when a few columns hold most entries; 0 for no entries.
+/// columns. `counts` holds the entries of each column; the last column taken counts for
+/// the part of it needed. 1 when every column holds as many; near 0 when a few columns
+/// hold most entries; 0 for no entries.
 ///
 /// ```
 /// use spgpu::gpu::split::spread;
 /// assert_eq!(spread(&[3, 3, 3, 3, 3, 3, 3, 3, 3, 3]), 1.0);
-/// // one column of ten holds 91 of the 100 entries
-/// assert!((spread(&[91, 1, 1, 1, 1, 1, 1, 1, 1, 1]) - 1.0 / 9.0).abs() < 1e-12);
+/// // one column of ten holds 91 of the 100 entries: 90/91 of it holds 90%
+/// assert!((spread(&[91, 1, 1, 1, 1, 1, 1, 1, 1, 1]) - 90.0 / 91.0 / 9.0).abs() < 1e-12);
 /// ```
 pub fn spread(counts: &[u32]) -> f64 {
     let nnz: u64 = counts.iter().map(|&c| u64::from(c)).sum();
     if nnz == 0 {
         return 0.0;
     }
-    // the columns by their count, most-read first, without sorting them: a histogram of
-    // the counts
-    let max = counts.iter().copied().max().unwrap_or(0) as usize;
-    let mut columns_with = vec![0u64; max + 1];
+    // the columns by their count, most-read first, without sorting them all: a histogram
+    // of the counts up to SPREAD_HISTOGRAM, the few larger counts sorted
+    let mut columns_with = vec![0u64; SPREAD_HISTOGRAM + 1];
+    let mut large: Vec<u32> = Vec::new();
     for &c in counts {
-        columns_with[c as usize] += 1;
+        match columns_with.get_mut(c as usize) {
+            Some(n) => *n += 1,
+            None => large.push(c),
+        }
     }
+    large.sort_unstable_by(|a, b| b.cmp(a));
+    let runs = large.iter().map(|&c| (c as usize, 1u64));
+    let runs = runs.chain((1..=SPREAD_HISTOGRAM).rev().map(|c| (c, columns_with[c])));
     let want = SPREAD_SHARE * nnz as f64;
     let (mut held, mut columns) = (0.0, 0.0);
-    for c in (1..=max).rev() {
-        let n = columns_with[c] as f64;
-        if held + n * c as f64 >= want {
-            columns += ((want - held) / c as f64).ceil();
+    for (c, n) in runs {
+        let (c, n) = (c as f64, n as f64);
+        if held + n * c >= want {
+            columns += (want - held) / c;
             break;
         }
-        held += n * c as f64;
+        held += n * c;
         columns += n;
     }
     columns / (SPREAD_SHARE * counts.len() as f64)
 }
+
+/// Counts up to this go to [`spread`]'s histogram; the larger ones (at most `nnz / 65536`
+/// columns) are sorted.
+const SPREAD_HISTOGRAM: usize = 1 << 16;
 
 /// The most parts.
 pub const MAX_PARTS: usize = 16;
@@ -233,11 +246,11 @@ pub(crate) fn min_x_l2_share(nrows: usize, nnz: usize, one_pass: SpmvKernel) -> 
 }
 
 /// Why a matrix of `nrows` rows and `nnz` entries whose columns [`spread`] as `spread` is
-/// cut in place of `one_pass`, for the plan's explanation: [`COLUMN_PARTS_ENV`] or the
-/// rule's terms.
+/// cut in place of `one_pass`, for the plan's explanation: [`COLUMN_PARTS_ENV`]'s count, or
+/// the rule's terms.
 pub(crate) fn rule_note(nrows: usize, nnz: usize, one_pass: SpmvKernel, spread: f64) -> String {
-    if std::env::var(COLUMN_PARTS_ENV).is_ok() {
-        return format!("{COLUMN_PARTS_ENV} is set");
+    if let Some(k) = forced_parts() {
+        return format!("{COLUMN_PARTS_ENV}={k}");
     }
     format!(
         "the rule: x past {:.0}% of the L2 in place of {}, scattered columns, {:.1} >= {MIN_MEAN_ROW} entries \
@@ -250,10 +263,15 @@ pub(crate) fn rule_note(nrows: usize, nnz: usize, one_pass: SpmvKernel, spread: 
     )
 }
 
+/// The count of parts [`COLUMN_PARTS_ENV`] forces, if it is set to a number.
+fn forced_parts() -> Option<usize> {
+    std::env::var(COLUMN_PARTS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok())
+}
+
 /// [`column_parts`] for `a` on a device with an L2 of `l2_bytes`, or what
 /// [`COLUMN_PARTS_ENV`] forces.
 pub(crate) fn parts_for<T: Scalar>(a: &CsrMatrix<T>, l2_bytes: usize, one_pass: SpmvKernel) -> usize {
-    match std::env::var(COLUMN_PARTS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+    match forced_parts() {
         Some(0) => 1,
         Some(k) => k.clamp(1, MAX_PARTS).min(a.ncols().max(1)),
         None => column_parts(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2_bytes, one_pass),
@@ -369,7 +387,8 @@ mod tests {
         assert_eq!(parts(8_000_000, 4_800_000, 104_000_000, 8, Balanced), 2); // 38.4 MB, 61%
         assert_eq!(parts(8_000_000, 3_900_000, 104_000_000, 8, Sell), 1); // 31.2 MB, 49.6%
         assert_eq!(parts(8_000_000, 4_000_000, 104_000_000, 8, Sell), 2); // 32 MB, 50.9%
-                                                                          // rows of 4 in place of SELL: from 60%
+
+        // rows of 4 in place of SELL: from 60%
         assert_eq!(parts(4_000_000, 4_000_000, 16_000_000, 8, Sell), 1); // 50.9%
         assert_eq!(parts(4_000_000, 4_800_000, 16_000_000, 8, Sell), 2); // 61%
         assert_eq!(parts(1_000_000, 2_000_000_000, 104_000_000, 8, Balanced), MAX_PARTS);
@@ -386,14 +405,28 @@ mod tests {
         counts[..10].fill(9);
         counts[10..20].fill(1);
         assert!((spread(&counts) - 10.0 / 900.0).abs() < 1e-12);
+        // equal columns: 1, not more
+        assert!((spread(&[4; 7]) - 1.0).abs() < 1e-12);
+        // counts past the histogram: one column of 200000 entries and 20000 of 1
+        let mut counts = vec![1u32; 20_001];
+        counts[0] = 200_000;
+        let want = (0.9 * 220_000.0 / 200_000.0) / (0.9 * 20_001.0);
+        assert!((spread(&counts) - want).abs() < 1e-12, "{}", spread(&counts));
+        // more than 90% in large counts, sorted
+        let mut counts = vec![0u32; 100];
+        counts[3] = 100_000;
+        counts[7] = 300_000;
+        counts[9] = 1;
+        let want = (1.0 + (0.9 * 400_001.0 - 300_000.0) / 100_000.0) / 90.0;
+        assert!((spread(&counts) - want).abs() < 1e-12, "{}", spread(&counts));
         let uniform = crate::gen::random_uniform::<f32>(20_000, 50_000, 16, 1);
         let got = spread(&crate::gpu::hot::column_counts(uniform.col_indices(), uniform.ncols()));
         assert!((0.85..=1.0).contains(&got), "uniform columns: {got}");
         let rmat = crate::gen::from_spec::<f32>("rmat:16:3").unwrap();
         let got = spread(&crate::gpu::hot::column_counts(rmat.col_indices(), rmat.ncols()));
         assert!(got < 0.2, "R-MAT: {got}");
-        // rows of 3 (f64, 40 bytes a row and 4 of offsets): a third part's offsets would
-        // take just over 20%
+        // rows of 3 (f64: 36 bytes of entries and 4 of offsets a row): a third part's
+        // offsets would take just over 20%
         assert_eq!(parts(12_000_000, 12_000_000, 36_000_000, 8, Sell), 2);
         assert_eq!(part_start(10, 3, 0), 0);
         assert_eq!(part_start(10, 3, 3), 10);
