@@ -13,10 +13,10 @@
 //! kernel itself costs.
 
 use super::BenchResult;
+use crate::gpu::{Event, Stream};
 use cust::event::EventFlags;
 use cust::memory::DeviceBuffer;
 use cust::sys as cu;
-use spgpu::gpu::{Event, Stream};
 
 /// Wall time a repetition aims at, in seconds.
 pub const TARGET_SECONDS: f64 = 2e-3;

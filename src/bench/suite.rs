@@ -30,7 +30,7 @@
 //!   (the transposed web-like graphs); the first seven specs are what the fixes were fitted
 //!   on, the other six held out.
 //!
-//! The specs are those of `spgpu gen` ([`spgpu::gen::from_spec`]); a spec the generator
+//! The specs are those of `spgpu gen` ([`crate::gen::from_spec`]); a spec the generator
 //! does not know fails when the matrix is generated, and the run goes on without it (a
 //! note says why).
 
@@ -235,7 +235,7 @@ mod tests {
     fn every_spec_parses() {
         // the size estimate parses the spec without building anything
         for spec in ALL.iter().flat_map(|s| s.specs()) {
-            let bytes = spgpu::gen::estimate_host_bytes::<f64>(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            let bytes = crate::gen::estimate_host_bytes::<f64>(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
             assert!(bytes > 60 << 20, "{spec}: {bytes} bytes is not larger than the L2");
         }
     }

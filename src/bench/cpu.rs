@@ -11,10 +11,10 @@
 
 use super::timing::{Method, Timing};
 use super::BenchResult;
+use crate::{CsrMatrix, Scalar};
 use nalgebra_sparse::na::{ClosedAddAssign, ClosedMulAssign, DMatrixView, DMatrixViewMut};
 use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
 use rayon::prelude::*;
-use spgpu::{CsrMatrix, Scalar};
 use sprs::CsMatI;
 use std::ops::Range;
 use std::time::Instant;
@@ -157,7 +157,7 @@ pub fn time_wall(reps: usize, mut f: impl FnMut()) -> Timing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spgpu::{gen, reference};
+    use crate::{gen, reference};
 
     #[test]
     fn row_blocks_tile_the_rows_with_balanced_entries() {

@@ -56,7 +56,7 @@ pub struct MatrixInfo {
     pub empty_rows: usize,
     /// The plan's choice of kernel for the first precision run.
     pub plan: String,
-    /// The plan's explanation of that choice ([`spgpu::gpu::SpmvPlan::explain`]).
+    /// The plan's explanation of that choice ([`crate::gpu::SpmvPlan::explain`]).
     pub plan_explain: String,
     /// The plan's choice and explanation per precision (`"f64"`, `"f32"`): the plan depends
     /// on the element type, so each precision's rows report their own
@@ -122,11 +122,11 @@ pub struct Measurement {
     /// Wall seconds to upload the matrix for this implementation (preprocessing, copies,
     /// and for cuSPARSE its descriptor, buffer and preprocessing), NaN when not measured.
     pub upload_seconds: f64,
-    /// Of which host preprocessing for the kernel ([`spgpu::gpu::DeviceCsr::preprocessing`];
+    /// Of which host preprocessing for the kernel ([`crate::gpu::DeviceCsr::preprocessing`];
     /// for cuSPARSE the whole setup), NaN when not measured.
     pub preprocessing_seconds: f64,
     /// Device bytes the matrix holds for this implementation
-    /// ([`spgpu::gpu::DeviceCsr::device_bytes`]); 0 when not measured.
+    /// ([`crate::gpu::DeviceCsr::device_bytes`]); 0 when not measured.
     pub device_bytes: u64,
 }
 

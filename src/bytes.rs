@@ -27,9 +27,9 @@ pub fn csr_bytes(nrows: usize, ncols: usize, nnz: usize, scalar_bytes: usize, be
     nnz * (INDEX_BYTES + s) + (m + 1) * offset_bytes(nnz) + n * s + y
 }
 
-/// Bytes of one row offset: 4, or 8 past [`spgpu::INDEX_LIMIT`] entries (64-bit offsets).
+/// Bytes of one row offset: 4, or 8 past [`crate::INDEX_LIMIT`] entries (64-bit offsets).
 fn offset_bytes(nnz: u64) -> u64 {
-    if nnz > spgpu::INDEX_LIMIT as u64 {
+    if nnz > crate::INDEX_LIMIT as u64 {
         8
     } else {
         INDEX_BYTES
@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn offsets_are_counted_with_8_bytes_past_the_index_limit() {
-        let nnz = spgpu::INDEX_LIMIT + 1;
+        let nnz = crate::INDEX_LIMIT + 1;
         assert_eq!(csr_bytes(10, 10, nnz, 4, false), nnz as u64 * 8 + 11 * 8 + 40 + 40);
         assert_eq!(csr_bytes(10, 10, nnz - 1, 4, false), (nnz as u64 - 1) * 8 + 11 * 4 + 40 + 40);
     }

@@ -12,11 +12,11 @@
 //! context, which is the one `cust` retains, so it shares memory and streams with spgpu.
 
 use super::BenchResult;
+use crate::gpu::Stream;
+use crate::gpu::{DeviceCsr, DeviceIndices64};
+use crate::Scalar;
 use cust::memory::{DeviceBuffer, DevicePointer};
 use libloading::Library;
-use spgpu::gpu::Stream;
-use spgpu::gpu::{DeviceCsr, DeviceIndices64};
-use spgpu::Scalar;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
 
@@ -370,7 +370,7 @@ impl CuSparse {
         }
         let value_type = if T::BYTES == 4 { CUDA_R_32F } else { CUDA_R_64F };
         let mut plan = SpmvPlan::new(self, a, alg, value_type, "32I in row blocks");
-        for w in row_block_bounds(host_offsets, spgpu::INDEX_LIMIT as u64).windows(2) {
+        for w in row_block_bounds(host_offsets, crate::INDEX_LIMIT as u64).windows(2) {
             let (r0, r1) = (w[0], w[1]);
             let base = host_offsets[r0];
             let rebased: Vec<u32> = host_offsets[r0..=r1].iter().map(|&o| (o - base) as u32).collect();

@@ -2,11 +2,11 @@
 //! limit, over a set of matrices, in one run.
 //!
 //! The matrices are files, folders of them, generated ones (`--gen`) and named suites of
-//! generated ones (`--suite large`, `--suite validate`: [`suite`]); each is read or generated
+//! generated ones (`--suite large`, `--suite validate`: `suite`); each is read or generated
 //! once, on the host (the time is reported), and cast to f32 for the f32 run. For each
 //! matrix and precision it prints the shape, the row statistics and the plan's choice, then
 //! times every implementation that applies, checks each result against the CPU reference
-//! ([`spgpu::reference`]), and reports GB/s by the byte model ([`model`]) and the fraction
+//! ([`crate::reference`]), and reports GB/s by the byte model ([`crate::bytes`]) and the fraction
 //! of the device-to-device copy bandwidth measured at the start of the run:
 //!
 //! - `spgpu-auto` (the plan's kernel) and every kernel forced by name
@@ -16,38 +16,37 @@
 //!   A kernel that fails at upload or launch is skipped with a note; for `ell`, a
 //!   [`DeviceEll`] is measured instead when `upload_with` refuses it;
 //! - cuSPARSE `cusparseSpMV` on a plain CSR upload: CSR ALG1, ALG2, and ALG1 after
-//!   `cusparseSpMV_preprocess` ([`cusparse`], loaded at run time; skipped with a note when
+//!   `cusparseSpMV_preprocess` (`cusparse`, loaded at run time; skipped with a note when
 //!   absent);
-//! - `cpu-sprs` and `cpu-nalgebra` on all cores ([`cpu`]).
+//! - `cpu-sprs` and `cpu-nalgebra` on all cores (`cpu`).
 //!
-//! GPU times are medians of CUDA-event timings of back-to-back launches ([`timing`]);
+//! GPU times are medians of CUDA-event timings of back-to-back launches (`timing`);
 //! matrices with fewer entries than `--graph-below` are also timed as CUDA-graph replays,
 //! which removes the launch overhead that dominates there. Results go to an aligned table
-//! on stdout and, on request, CSV, JSON, Markdown and an SVG plot ([`report`], [`plot`]);
-//! all of them lead with the [`summary`]: the plan against the fastest cuSPARSE variant,
+//! on stdout and, on request, CSV, JSON, Markdown and an SVG plot (`report`, `plot`);
+//! all of them lead with the `summary`: the plan against the fastest cuSPARSE variant,
 //! memory-bound and latency-bound matrices apart.
 
 mod cpu;
 mod cusparse;
-pub(crate) mod model;
+
 mod plot;
 mod report;
 mod suite;
 mod summary;
 mod timing;
 
-use crate::CliResult;
+use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
+use crate::{gen, reference, CsrMatrix, EllMatrix, Scalar};
 use cpu::{Baselines, CpuScalar};
 use cusparse::{Algorithm, CuSparse};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use report::{MatrixInfo, Measurement, Report, RunInfo};
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
-use spgpu::{gen, reference, CsrMatrix, EllMatrix, Scalar};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use suite::Suite;
+pub use suite::Suite;
 use timing::{Method, Timing};
 
 /// Errors inside the benchmark: any error, printed on one line.
@@ -73,9 +72,9 @@ pub enum Precision {
     Both,
 }
 
-/// The end of `spgpu bench --help`: the suites (from [`suite`], the one list) and what the
+/// The end of `spgpu bench --help`: the suites (from `suite`, the one list) and what the
 /// run prints.
-fn after_help() -> String {
+pub fn help_suffix() -> String {
     let mut s = String::from("Suites (--suite, repeatable; generated on the host, once per run, then cast to f32):\n");
     for suite in suite::ALL {
         let (name, what, specs) = (suite.name(), suite.what(), suite.specs());
@@ -109,76 +108,55 @@ Examples:
   spgpu bench --from-csv large.csv --markdown large.md --plot large.svg"
 }
 
-/// Arguments of `spgpu bench`.
-#[derive(clap::Args, Debug)]
-#[command(after_help = after_help())]
-pub struct Args {
+/// What `spgpu bench` runs: the command line's arguments (`spgpu bench --help`).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Matrix Market files (.mtx, .mtx.gz) or folders of them. Without paths, --gen and
     /// --suite: the folder $SPGPU_MATRICES, else matrices/suitesparse (see matrices/README.md).
     pub paths: Vec<PathBuf>,
     /// A generated matrix by name, for example lap2d:2000, stencil27:100, powerlaw:1000000,
     /// longrows:20000 (repeatable; see `spgpu gen`).
-    #[arg(long = "gen", value_name = "NAME")]
     pub gens: Vec<String>,
     /// A named set of generated matrices: large (the fit set), validate, check, shapes or stress
     /// (repeatable; combines with paths and --gen; listed below).
-    #[arg(long = "suite", value_enum, value_name = "NAME")]
     pub suites: Vec<Suite>,
     /// The spgpu kernels to run, comma-separated, for example auto,balanced,ell,vector:8
     /// [default: auto and every forced kernel: scalar, vector:2 .. vector:32, balanced,
     /// ell]. auto always runs: the summary compares it with cuSPARSE.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_kernel)]
     pub kernels: Vec<KernelChoice>,
     /// Element type(s) to benchmark.
-    #[arg(long, value_enum, default_value = "f64")]
     pub precision: Precision,
     /// Write every measurement as CSV to this file.
-    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write the run, matrices, measurements and summary as JSON to this file.
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Draw the plan's speedup over the fastest cuSPARSE variant per matrix (log axis, one
     /// panel per group, f64 and f32 as two series) as SVG.
-    #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Write the summary and the table of every implementation as Markdown to this file.
-    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Repetitions per timing (each about 2 ms of back-to-back launches, or one launch of a
     /// slower kernel); the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub reps: u32,
     /// Also time CUDA-graph replays for matrices with fewer entries than this.
-    #[arg(long, default_value_t = 1_000_000, value_name = "NNZ")]
     pub graph_below: usize,
     /// Size in MiB of each buffer of the copy-bandwidth measurement (two are allocated).
-    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub copy_mib: u64,
     /// Skip cuSPARSE.
-    #[arg(long)]
     pub no_cusparse: bool,
     /// Skip the CPU baselines.
-    #[arg(long)]
     pub no_cpu: bool,
     /// The L2 size in MiB that separates memory-bound from latency-bound matrices, instead
     /// of the device's (or, with --from-csv, the CSV's; needed for a CSV without l2_bytes).
-    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub l2_mib: Option<u64>,
     /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
     /// run (no GPU needed).
-    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels"])]
     pub from_csv: Option<PathBuf>,
-}
-
-/// Parses one entry of `--kernels`.
-fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
-    s.trim().parse::<KernelChoice>().map_err(|e| e.to_string())
 }
 
 /// The kernels to force besides `auto`, in order and without repeats: those named, or every
 /// forced kernel of the device ([`KernelChoice::forced`]) when none is.
-fn forced_kernels(named: &[KernelChoice], warp_size: u32) -> Vec<KernelChoice> {
+pub fn forced_kernels(named: &[KernelChoice], warp_size: u32) -> Vec<KernelChoice> {
     let wanted = if named.is_empty() { KernelChoice::forced(warp_size) } else { named.to_vec() };
     let mut out: Vec<KernelChoice> = Vec::new();
     for k in wanted {
@@ -216,7 +194,7 @@ impl Input {
 
     fn load<T: Scalar>(&self) -> BenchResult<CsrMatrix<T>> {
         Ok(match self {
-            Input::File(p) => spgpu::io::read_csr::<T>(p)?,
+            Input::File(p) => crate::io::read_csr::<T>(p)?,
             Input::Generated(s) => gen::from_spec::<T>(s)?,
         })
     }
@@ -230,7 +208,7 @@ enum Loaded {
 }
 
 impl Loaded {
-    fn stats(&self) -> (usize, usize, usize, spgpu::RowStats) {
+    fn stats(&self) -> (usize, usize, usize, crate::RowStats) {
         match self {
             Loaded::F64(a) => (a.nrows(), a.ncols(), a.nnz(), a.row_stats()),
             Loaded::F32(a) => (a.nrows(), a.ncols(), a.nnz(), a.row_stats()),
@@ -421,7 +399,7 @@ fn gpu_case<T: Scalar>(
             }
         }
     }
-    let bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
+    let bytes = crate::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
     for t in timings {
         let mut m = measurement::<T>(name, case.implementation, t, bytes, case.format_bytes, env.copy_gbps);
         (m.rel_error, m.correct) = (rel_error, correct);
@@ -468,7 +446,7 @@ fn measurement<T: Scalar>(
     format_bytes: u64,
     copy_gbps: f64,
 ) -> Measurement {
-    let gbps = model::gbps(bytes, t.median);
+    let gbps = crate::bytes::gbps(bytes, t.median);
     Measurement {
         matrix: matrix.to_string(),
         scalar: T::NAME,
@@ -531,8 +509,8 @@ fn bench_matrix<T: CpuScalar>(
 ) -> BenchResult<Vec<Measurement>> {
     let ctx = env.ctx;
     let mut sink = Sink { out: Vec::new(), notes };
-    let csr_bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
-    let ell_bytes = model::ell_bytes(a.nrows(), a.ncols(), info.max_row, T::BYTES, false);
+    let csr_bytes = crate::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
+    let ell_bytes = crate::bytes::ell_bytes(a.nrows(), a.ncols(), info.max_row, T::BYTES, false);
     let mut x = DeviceVector::<T>::zeros(ctx, a.ncols())?;
     let mut y = DeviceVector::<T>::zeros(ctx, a.nrows())?;
     // the plan: its upload must work (the summary is about it)
@@ -541,7 +519,7 @@ fn bench_matrix<T: CpuScalar>(
     if auto.plan().hot_columns() {
         label += " + hot columns";
     }
-    if let Some(shape) = auto.plan().row_shape().filter(|&s| s != spgpu::gpu::balance::RowShape::DEFAULT) {
+    if let Some(shape) = auto.plan().row_shape().filter(|&s| s != crate::gpu::balance::RowShape::DEFAULT) {
         label += &format!(" + {}-thread blocks", shape.threads);
     }
     if auto.plan().prefetch_x() {
@@ -551,7 +529,7 @@ fn bench_matrix<T: CpuScalar>(
         label += &format!(" in {} column parts", auto.plan().column_parts());
     }
     info.set_plan(T::NAME, label, auto.plan().explain());
-    let fb = if auto.plan().kernel() == spgpu::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
+    let fb = if auto.plan().kernel() == crate::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
     let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
     gpu_case(env, a, name, &case, &mut x, &mut y, 1, &spmv(&auto), &mut sink)?;
     drop(auto);
@@ -719,7 +697,7 @@ fn write_file(path: &Path, text: &str) -> BenchResult<()> {
 }
 
 /// Runs `spgpu bench`.
-pub fn run(args: Args) -> CliResult {
+pub fn run(args: &Options) -> BenchResult<()> {
     if let Some(p) = &args.from_csv {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
         let mut report = report::from_csv(&text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -738,7 +716,7 @@ pub fn run(args: Args) -> CliResult {
             report.matrices.len(),
             p.display()
         );
-        return emit(&report, &args);
+        return emit(&report, args);
     }
     let started = Instant::now();
     let default_folder = std::env::var_os("SPGPU_MATRICES").map(PathBuf::from);
@@ -879,7 +857,7 @@ pub fn run(args: Args) -> CliResult {
         "\nspgpu bench: {:.1} s in all, of which {loading:.1} s generating and reading matrices on the host",
         report.run.wall_seconds
     );
-    emit(&report, &args)
+    emit(&report, args)
 }
 
 /// Prints the summary and notes and writes the files the arguments ask for.
@@ -887,7 +865,7 @@ pub fn run(args: Args) -> CliResult {
 /// # Errors
 ///
 /// A file that cannot be written, or any result that differs from the CPU reference.
-fn emit(report: &Report, args: &Args) -> CliResult {
+fn emit(report: &Report, args: &Options) -> BenchResult<()> {
     println!("\nSummary: the plan (spgpu auto) against the fastest cuSPARSE variant\n");
     print!("{}", summary::summary(report, false));
     println!("Every implementation: best time in us (fraction of the copy bandwidth); * = CUDA-graph replay\n");
@@ -961,57 +939,6 @@ mod tests {
         assert!(e.contains("nope.mtx: no such file or folder"), "{e}");
     }
 
-    /// The arguments of `spgpu bench ARGS`, parsed as the command line parses them.
-    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
-        #[derive(clap::Parser, Debug)]
-        struct Cli {
-            #[command(flatten)]
-            bench: Args,
-        }
-        <Cli as clap::Parser>::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
-    }
-
-    #[test]
-    fn kernels_default_to_every_forced_kernel_and_can_be_named() {
-        let all = forced_kernels(&[], 32);
-        assert_eq!(all, KernelChoice::forced(32));
-        let names: Vec<String> = all.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            names,
-            ["scalar", "vector:2", "vector:4", "vector:8", "vector:16", "vector:32", "balanced", "sell", "ell"]
-        );
-        let a = parse(&["--suite", "large", "--kernels", "auto,balanced,ell,vector:8", "--kernels", "ell"]).unwrap();
-        assert_eq!(a.suites, [Suite::Large]);
-        assert_eq!(
-            forced_kernels(&a.kernels, 32),
-            [KernelChoice::Balanced, KernelChoice::Ell, KernelChoice::VectorTpr(8)]
-        );
-        // auto alone: nothing forced
-        assert!(forced_kernels(&parse(&["--kernels", "auto"]).unwrap().kernels, 32).is_empty());
-        let e = parse(&["--kernels", "auto,vector:3"]).unwrap_err().to_string();
-        assert!(e.contains("unknown kernel \"vector:3\""), "{e}");
-        let e = parse(&["--suite", "huge"]).unwrap_err().to_string();
-        assert!(e.contains("large") && e.contains("validate"), "{e}");
-        let e = parse(&["--from-csv", "a.csv", "--suite", "large"]).unwrap_err().to_string();
-        assert!(e.contains("cannot be used with"), "{e}");
-        assert_eq!(parse(&["--from-csv", "a.csv", "--l2-mib", "50"]).unwrap().l2_mib, Some(50));
-    }
-
-    #[test]
-    fn help_lists_the_suites_and_the_summary() {
-        #[derive(clap::Parser, Debug)]
-        struct Cli {
-            #[command(flatten)]
-            bench: Args,
-        }
-        let help = <Cli as clap::CommandFactory>::command().render_long_help().to_string();
-        for text in
-            ["--suite <NAME>", "--kernels <LIST>", "--l2-mib <MIB>", "rmat:21:16", "speedup = t_cusparse / t_auto"]
-        {
-            assert!(help.contains(text), "missing {text} in\n{help}");
-        }
-    }
-
     #[test]
     fn driver_versions_are_found_in_both_module_flavours() {
         let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)  Thu\nGCC version: gcc 12";
@@ -1041,7 +968,7 @@ mod tests {
         if Context::global().is_ok() {
             return; // a GPU is present: nothing to check here
         }
-        let args = Args {
+        let args = Options {
             paths: vec![],
             gens: vec!["lap2d:10".into()],
             suites: vec![],
@@ -1059,7 +986,7 @@ mod tests {
             no_cpu: true,
             from_csv: None,
         };
-        let e = run(args).unwrap_err().to_string();
+        let e = run(&args).unwrap_err().to_string();
         assert!(e.contains("no CUDA device"), "{e}");
     }
 }
