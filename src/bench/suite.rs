@@ -14,18 +14,17 @@
 //! - **`shapes`** takes the same classes to other shapes: short and wide random rows,
 //!   banded matrices, a denser and a sparser R-MAT graph, larger power-law, web-like,
 //!   circuit-like and geometric graphs, larger stencils. First run on 2026-11-26 before any
-//!   rule had seen it (`docs/perf/2026-11-26-unseen.*`); its `longrows:40000:13` then
+//!   rule had seen it; its `longrows:40000:13` then
 //!   showed the misfit that rule 3 was refitted for.
 //! - **`stress`** goes past the shapes of the other sets: few rows of 4000 and 100000
 //!   entries, rows of one entry, tall and narrow (1000 columns), the sparsest and a
 //!   mid-degree R-MAT graph, Laplacians of power-law and web-like graphs, and the largest
-//!   sizes. First run on 2026-11-26 (`docs/perf/2026-11-26-s20-stress-before.*`), where it
+//!   sizes. First run on 2026-11-26, where it
 //!   found four misfits of the plan (rules 1, 4 and 5 and the hot-column rule were revised
 //!   for them, each checked on matrices it was not fitted on).
 //! - **`transposed`** holds matrices of even rows whose columns are skewed: the transposes
 //!   of power-law, web-like and R-MAT graphs (their in-link matrices, as PageRank reads
-//!   them), of long rows and of short, wide random rows. First run on 2026-11-27
-//!   (`docs/perf/2026-11-27-s32-*`), where it found two misfits of rule 5, SELL: no hot
+//!   them), of long rows and of short, wide random rows. First run on 2026-11-27, where it found two misfits of rule 5, SELL: no hot
 //!   columns (the transposed power-law graphs) and tail rows of under 2% of the entries
 //!   (the transposed web-like graphs); the first seven specs are what the fixes were fitted
 //!   on, the other six held out.
