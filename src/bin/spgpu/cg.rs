@@ -26,7 +26,7 @@ use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 use crate::CliResult;
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
-/// GB/s (`../shared/docs/gpu.md`): the default of `--bandwidth-gbs`.
+/// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
 const H200_COPY_GBS: f64 = 4280.0;
 
 /// The known solution of `--solution`.

@@ -18,8 +18,8 @@ use spgpu::{reference, CsrMatrix, Scalar};
 
 use crate::CliResult;
 
-/// The copy bandwidth of the H200 the crate is measured on, in bytes per second
-/// (`../shared/docs/gpu.md`): the ceiling the GB/s figure is compared with.
+/// The copy bandwidth of the H200 the crate is measured on, in bytes per second (device to
+/// device, bytes read plus bytes written): the ceiling the GB/s figure is compared with.
 const COPY_BANDWIDTH: f64 = 4.28e12;
 
 /// Arguments of `spgpu spmv`.
