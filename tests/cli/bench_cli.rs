@@ -2,7 +2,7 @@
 //! CSV of an older run, the help, a clean failure without a GPU, and on a GPU a short run
 //! whose every output is checked.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! error), accepted files with their expected matrices, round trips, large inputs parsed in
 //! parallel, and the external SuiteSparse matrices (`SPGPU_MATRICES`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
