@@ -15,7 +15,8 @@
 //!
 //! Matrices: four generated ones bigger than the H200's 60 MB L2 (scaled down from the
 //! anchors to keep the run short), plus `cage10`, `bcsstk16` and
-//! `vsp_model1_crew1_cr42_south31` when `$SPGPU_MATRICES` (or `../shared/matrices`) has them.
+//! `vsp_model1_crew1_cr42_south31` when the folder `$SPGPU_MATRICES` has them (each one
+//! missing is said on stderr).
 //! Without a GPU the benchmark prints why and measures nothing (it fails instead when
 //! `SPGPU_REQUIRE_GPU=1`).
 //!
@@ -24,10 +25,12 @@
 //! cargo bench --bench spmv -- 'spmv/ell/f64'  # a filter
 //! ```
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use criterion::{Criterion, Throughput};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
 use spgpu::{gen, reference, CsrMatrix, Scalar};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Generated matrices: (criterion name, spec).
@@ -38,7 +41,7 @@ const GENERATED: [(&str, &str); 4] = [
     ("longrows_5000", "longrows:5000"),
 ];
 
-/// Matrices read from the shared folder when present.
+/// Matrices read from `$SPGPU_MATRICES` when there.
 const FILES: [&str; 3] = ["cage10", "bcsstk16", "vsp_model1_crew1_cr42_south31"];
 
 fn matrices() -> Vec<(String, CsrMatrix<f64>)> {
@@ -49,12 +52,8 @@ fn matrices() -> Vec<(String, CsrMatrix<f64>)> {
             (name.to_string(), a)
         })
         .collect();
-    let dir = std::env::var_os("SPGPU_MATRICES").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into())).join("../shared/matrices")
-    });
     for f in FILES {
-        let p = dir.join(format!("{f}.mtx"));
-        if p.is_file() {
+        if let Some(p) = common::external_file(&[&format!("{f}.mtx")]) {
             match spgpu::io::read_csr::<f64>(&p) {
                 Ok(a) => out.push((f.to_string(), a)),
                 Err(e) => eprintln!("spmv bench: {}: {e}; left out", p.display()),

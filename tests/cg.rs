@@ -1,10 +1,13 @@
-//! Conjugate gradient on the CPU backend: convergence on the SPD matrices of the shared
-//! collection and on generated Poisson problems (the residual checked independently in
-//! f64), Jacobi on bcsstk13, breakdown on an indefinite matrix, determinism, and the
-//! catalogue of invalid inputs.
+//! Conjugate gradient on the CPU backend: convergence on SuiteSparse SPD matrices and on
+//! generated Poisson problems (the residual checked independently in f64), Jacobi on
+//! bcsstk13, breakdown on an indefinite matrix, determinism, and the catalogue of invalid
+//! inputs.
+//!
+//! The SuiteSparse matrices come from the folder `SPGPU_MATRICES` names; without it their
+//! tests skip with a line on stderr, and fail instead when `SPGPU_REQUIRE_MATRICES=1`.
 
 mod common;
-use common::{rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
+use common::{external_matrix, rhs_of_ones, true_relative_residual, GeneralJacobi};
 
 use spgpu::solver::{
     cg, cg_with, precision_floor, CgError, CgParams, CgWarning, Host, Jacobi, PreconditionerKind, StopReason,
@@ -52,7 +55,7 @@ fn converges_on_shared_spd_matrices() {
         ("bcsstm25", PreconditionerKind::None),
         ("LFAT5", PreconditionerKind::Jacobi),
     ] {
-        let Some(a) = shared::<f64>(name) else { return };
+        let Some(a) = external_matrix::<f64>(name) else { return };
         check_converges(name, &a, precond, 1e-8);
     }
 }
@@ -69,7 +72,7 @@ fn converges_on_poisson_problems() {
 /// bcsstk13 needs Jacobi: without it CG takes thousands of iterations.
 #[test]
 fn jacobi_brings_bcsstk13_to_1e_8() {
-    let Some(a) = shared::<f64>("bcsstk13") else { return };
+    let Some(a) = external_matrix::<f64>("bcsstk13") else { return };
     let with = check_converges("bcsstk13", &a, PreconditionerKind::Jacobi, 1e-8);
     let b = rhs_of_ones(&a);
     let (res, x) = solve(&a, &b, &CgParams { max_iter: Some(200_000), ..CgParams::default() });
@@ -92,7 +95,7 @@ const WITHOUT_HI: usize = 80_000;
 
 #[test]
 fn indefinite_hang_glider_never_reports_converged() {
-    let Some(a) = shared::<f64>("hangGlider_2") else { return };
+    let Some(a) = external_matrix::<f64>("hangGlider_2") else { return };
     let b = rhs_of_ones(&a);
     for precond in [PreconditionerKind::None, PreconditionerKind::Jacobi] {
         let (res, _) = solve(&a, &b, &CgParams { preconditioner: precond, ..CgParams::default() });
@@ -529,7 +532,7 @@ fn cli_falls_back_to_the_cpu_without_a_gpu() {
     match spgpu::gpu::Context::global() {
         Err(e) if e.is_no_device() => {}
         _ => {
-            println!("skipped: a GPU is present");
+            eprintln!("cli_falls_back_to_the_cpu_without_a_gpu: skipped: a GPU is present");
             return;
         }
     }

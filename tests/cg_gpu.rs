@@ -1,16 +1,17 @@
-//! Conjugate gradient on the GPU: convergence on the SPD matrices of the shared collection
-//! and on generated Poisson problems (CSR fused, ELL fused, CSR vector unfused), with the
-//! residual checked independently on the host in f64; Jacobi on bcsstk13; breakdown on an
-//! indefinite matrix; bit-identical repeated runs; agreement with the CPU backend; errors;
-//! the precision limit, tolerances below the precision, and right-hand sides whose squares
-//! overflow. The tests run with the harness's default threads (GPU solves from several
-//! threads at once; `tests/threads.rs` stresses that).
+//! Conjugate gradient on the GPU: convergence on SuiteSparse SPD matrices and on generated
+//! Poisson problems (CSR fused, ELL fused, CSR vector unfused), with the residual checked
+//! independently on the host in f64; Jacobi on bcsstk13; breakdown on an indefinite matrix;
+//! bit-identical repeated runs; agreement with the CPU backend; errors; the precision limit,
+//! tolerances below the precision, and right-hand sides whose squares overflow. The tests
+//! run with the harness's default threads (GPU solves from several threads at once;
+//! `tests/threads.rs` stresses that).
 //!
-//! Each test skips with a printed line when there is no GPU, and fails instead when
-//! `SPGPU_REQUIRE_GPU=1`.
+//! Each test skips with a line on stderr when there is no GPU, and fails instead when
+//! `SPGPU_REQUIRE_GPU=1`; those on SuiteSparse matrices likewise without `SPGPU_MATRICES`
+//! (a folder of them), failing instead when `SPGPU_REQUIRE_MATRICES=1`.
 
 mod common;
-use common::{gpu, rhs_of_ones, shared, true_relative_residual, GeneralJacobi};
+use common::{external_matrix, gpu, rhs_of_ones, true_relative_residual, GeneralJacobi};
 
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector};
 use spgpu::solver::{
@@ -84,7 +85,7 @@ fn converges_on_shared_spd_matrices() {
         ("bcsstm25", PreconditionerKind::None),
         ("LFAT5", PreconditionerKind::Jacobi),
     ] {
-        let Some(a) = shared::<f64>(name) else { return };
+        let Some(a) = external_matrix::<f64>(name) else { return };
         let gpu_iters = check_converges(ctx, name, &a, precond, 1e-8, Format::Csr);
         // The CPU backend solves the same problem in about as many iterations.
         let b = rhs_of_ones(&a);
@@ -130,7 +131,7 @@ fn single_precision_converges_to_a_single_precision_tolerance() {
 #[test]
 fn jacobi_brings_bcsstk13_to_1e_8() {
     let Some(ctx) = gpu("jacobi_brings_bcsstk13_to_1e_8") else { return };
-    let Some(a) = shared::<f64>("bcsstk13") else { return };
+    let Some(a) = external_matrix::<f64>("bcsstk13") else { return };
     let with = check_converges(ctx, "bcsstk13", &a, PreconditionerKind::Jacobi, 1e-8, Format::Csr);
     let b = rhs_of_ones(&a);
     let params = CgParams { max_iter: Some(200_000), check_interval: 64, ..CgParams::default() };
@@ -145,7 +146,7 @@ fn jacobi_brings_bcsstk13_to_1e_8() {
 #[test]
 fn indefinite_hang_glider_never_reports_converged() {
     let Some(ctx) = gpu("indefinite_hang_glider") else { return };
-    let Some(a) = shared::<f64>("hangGlider_2") else { return };
+    let Some(a) = external_matrix::<f64>("hangGlider_2") else { return };
     let b = rhs_of_ones(&a);
     for precond in [PreconditionerKind::None, PreconditionerKind::Jacobi] {
         let params = CgParams { preconditioner: precond, ..CgParams::default() };

@@ -1,11 +1,12 @@
 //! GPU SpMV against the CPU reference: every kernel, both precisions, awkward shapes, every
 //! (alpha, beta) in {0, 1, -2.5}^2, repeated calls, and the matrices of `SPGPU_MATRICES`.
 //!
-//! Each test skips with a printed line when there is no GPU, and fails instead when
-//! `SPGPU_REQUIRE_GPU=1`.
+//! Each test skips with a line on stderr when there is no GPU, and fails instead when
+//! `SPGPU_REQUIRE_GPU=1`; the `SPGPU_MATRICES` tests likewise without that folder, failing
+//! instead when `SPGPU_REQUIRE_MATRICES=1`.
 
 mod common;
-use common::{check_spmv as check, gpu, matrices_dir, spgpu_binary};
+use common::{check_spmv as check, external_matrices, gpu, spgpu_binary};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -457,10 +458,7 @@ fn spmv_works_from_many_threads() {
 
 fn suite_through_the_auto_plan<T: Scalar>(test: &str) {
     let Some(ctx) = gpu(test) else { return };
-    let Some(dir) = matrices_dir() else {
-        println!("{test}: skipped, no matrices folder (set SPGPU_MATRICES)");
-        return;
-    };
+    let Some(dir) = external_matrices() else { return };
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

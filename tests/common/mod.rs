@@ -1,5 +1,6 @@
-//! Helpers shared by the integration tests: where the shared SuiteSparse matrices are, the
-//! GPU-or-skip rule, and an independent residual check.
+//! Helpers shared by the integration tests: the external SuiteSparse matrices
+//! (`SPGPU_MATRICES`) and the GPU, each skipped with a line on stderr or required by a
+//! switch, and an independent residual check.
 //!
 //! Each test binary uses only some of these.
 #![allow(dead_code)]
@@ -20,9 +21,9 @@ pub fn crate_root() -> PathBuf {
 ///
 /// # Panics
 ///
-/// When neither exists.
+/// When neither exists (cargo builds the binary with the `cli` feature only).
 pub fn spgpu_binary() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_spgpu"));
+    let built = PathBuf::from(option_env!("CARGO_BIN_EXE_spgpu").unwrap_or("(not built: no cli feature)"));
     let staged = crate_root().join(".gpu/bin/spgpu");
     [built.clone(), staged.clone()]
         .into_iter()
@@ -30,34 +31,57 @@ pub fn spgpu_binary() -> PathBuf {
         .unwrap_or_else(|| panic!("no spgpu binary: neither {} nor {}", built.display(), staged.display()))
 }
 
-/// The shared matrix folder: `SPGPU_MATRICES`, else `../shared/matrices` beside the crate;
-/// `None` when that folder does not exist.
-pub fn matrices_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("SPGPU_MATRICES") {
-        Some(d) => PathBuf::from(d),
-        None => crate_root().join("../shared/matrices"),
-    };
-    dir.is_dir().then_some(dir)
-}
-
-/// Reads a shared matrix by name (without `.mtx`; `NAME.mtx.gz` also does), or prints why the
-/// test is skipped.
+/// The folder of external SuiteSparse matrices: `SPGPU_MATRICES`, the only place the tests
+/// read it. `None`, with a line on stderr, when it is not set.
 ///
 /// # Panics
 ///
-/// When the file exists but does not read.
-pub fn shared<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
-    let Some(dir) = matrices_dir() else {
-        println!("skipped: no shared matrix folder (set SPGPU_MATRICES)");
+/// When it is not set and `SPGPU_REQUIRE_MATRICES=1` (CI sets both), or when it names no
+/// folder.
+pub fn external_matrices() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("SPGPU_MATRICES") else {
+        skip_without_matrices("SPGPU_MATRICES is not set; set it to a folder of SuiteSparse .mtx files");
         return None;
     };
+    let dir = PathBuf::from(dir);
+    assert!(dir.is_dir(), "SPGPU_MATRICES={}: no such folder", dir.display());
+    Some(dir)
+}
+
+/// Reads an external matrix by name (without `.mtx`; `NAME.mtx.gz` also does) from
+/// [`external_matrices`]; `None`, with a line on stderr, when the folder is not set or lacks
+/// it.
+///
+/// # Panics
+///
+/// When the matrix is not there and `SPGPU_REQUIRE_MATRICES=1`, or the file does not read.
+pub fn external_matrix<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
     // a staged copy may be compressed
-    let plain = dir.join(format!("{name}.mtx"));
-    let Some(path) = [plain.clone(), dir.join(format!("{name}.mtx.gz"))].into_iter().find(|p| p.exists()) else {
-        println!("skipped: {} not found", plain.display());
-        return None;
-    };
+    let path = external_file(&[&format!("{name}.mtx"), &format!("{name}.mtx.gz")])?;
     Some(spgpu::io::read_csr::<T>(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
+}
+
+/// The first of `names` in [`external_matrices`]; `None`, with a line on stderr, when the
+/// folder is not set or has none of them.
+///
+/// # Panics
+///
+/// When none is there and `SPGPU_REQUIRE_MATRICES=1`.
+pub fn external_file(names: &[&str]) -> Option<PathBuf> {
+    let dir = external_matrices()?;
+    let found = names.iter().map(|n| dir.join(n)).find(|p| p.is_file());
+    if found.is_none() {
+        skip_without_matrices(&format!("{} has no {}", dir.display(), names.join(" or ")));
+    }
+    found
+}
+
+/// Prints why the running test skips, on stderr (the harness does not capture it), or panics
+/// when `SPGPU_REQUIRE_MATRICES=1`.
+fn skip_without_matrices(why: &str) {
+    let test = std::thread::current().name().unwrap_or("test").to_string();
+    assert!(std::env::var("SPGPU_REQUIRE_MATRICES").as_deref() != Ok("1"), "{test}: {why} (SPGPU_REQUIRE_MATRICES=1)");
+    eprintln!("{test}: skipped: {why}");
 }
 
 /// The context, or `None` (with a printed line) when there is no GPU and none is required.

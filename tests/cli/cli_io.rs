@@ -1,7 +1,7 @@
 //! The `info`, `convert` and `gen` commands: output, round trips, and one-line errors that
 //! name the file and line with a non-zero exit.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

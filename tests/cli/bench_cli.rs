@@ -2,7 +2,7 @@
 //! CSV of an older run, the help, a clean failure without a GPU, and on a GPU a short run
 //! whose every output is checked.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -154,7 +154,9 @@ fn help_describes_suites_kernels_and_the_summary() {
 #[test]
 fn a_bench_without_a_gpu_fails_before_generating_anything() {
     if spgpu::gpu::Context::global().is_ok() {
-        return; // a GPU is present: the short run below covers it
+        // the short run below covers a GPU
+        eprintln!("a_bench_without_a_gpu_fails_before_generating_anything: skipped: a GPU is present");
+        return;
     }
     let t = std::time::Instant::now();
     let o = spgpu(&["bench", "--suite", "large", "--no-cusparse", "--no-cpu"]);

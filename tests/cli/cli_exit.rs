@@ -3,7 +3,7 @@
 //! memory holds is a one-line error even under a 1 GiB address-space limit; a binary file's
 //! bytes are shown escaped.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 

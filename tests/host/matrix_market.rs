@@ -1,6 +1,8 @@
 //! Matrix Market reader and writer: the catalogue of malformed files (kind and line of each
 //! error), accepted files with their expected matrices, round trips, large inputs parsed in
-//! parallel, and the shared SuiteSparse matrices.
+//! parallel, and the external SuiteSparse matrices (`SPGPU_MATRICES`).
+
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -670,18 +672,13 @@ mod round_trip {
     }
 }
 
-/// The shared SuiteSparse matrices: every file reads with the dimensions and expanded nnz of
-/// its row in `SOURCES.md`.
+/// The external SuiteSparse matrices (`SPGPU_MATRICES`): every file listed in the folder's
+/// `SOURCES.md` reads with the dimensions and expanded nnz of its row there.
 #[test]
 fn shared_matrices_match_sources() {
-    let dir = match std::env::var_os("SPGPU_MATRICES") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"),
-    };
-    let Ok(sources) = std::fs::read_to_string(dir.join("SOURCES.md")) else {
-        println!("skipped: no shared matrices at {} (set SPGPU_MATRICES)", dir.display());
-        return;
-    };
+    let Some(sources_md) = common::external_file(&["SOURCES.md"]) else { return };
+    let dir = sources_md.parent().unwrap();
+    let sources = std::fs::read_to_string(&sources_md).unwrap_or_else(|e| panic!("{}: {e}", sources_md.display()));
     let mut checked = 0;
     for line in sources.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
