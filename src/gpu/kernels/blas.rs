@@ -20,9 +20,14 @@ use cust::memory::DevicePointer;
 
 use super::{index, BLOCK};
 use crate::error::DriverError;
-use crate::gpu::memory::DeviceMemory;
-use crate::gpu::vector::check_len;
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, Stream};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::module::ModuleId;
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::check_len;
+use crate::gpu::runtime::vector::DeviceVector;
+use crate::gpu::storage::csr::DeviceCsr;
+use crate::gpu::storage::ell::DeviceEll;
 use crate::{Error, Result, Scalar};
 
 /// Most blocks of a reduction (`CG_MAX_BLOCKS` in `ptx/cg.cu`).
@@ -59,7 +64,7 @@ pub(crate) enum CgKernel {
     SpmvCsrAlpha,
     SpmvEllAlpha,
     /// [`SpmvEllAlpha`](CgKernel::SpmvEllAlpha) on 16-bit column offsets
-    /// ([`narrow`](crate::gpu::narrow)).
+    /// ([`narrow`](crate::gpu::storage::narrow)).
     SpmvEll16Alpha,
     Update,
     Rho,

@@ -4,16 +4,22 @@ use cust::launch;
 
 use super::{
     balanced_kernel_name, blocks, hot_kernel_name, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel,
-    BLOCK,
+    BLOCK, HOT_THREADS,
 };
-use crate::gpu::csr::{Balanced, DeviceSell};
-use crate::gpu::hot::{DeviceHot, HOT_THREADS};
-use crate::gpu::memory::DeviceMemory;
-use crate::gpu::narrow::SlotCols;
+use crate::gpu::plan::SpmvKernel;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
-use crate::gpu::positions::shifted;
-use crate::gpu::vector::{check_len, ptr_of};
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel, Stream};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::module::ModuleId;
+use crate::gpu::runtime::positions::shifted;
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::DeviceVector;
+use crate::gpu::runtime::vector::{check_len, ptr_of};
+use crate::gpu::storage::csr::DeviceCsr;
+use crate::gpu::storage::csr::{Balanced, DeviceSell};
+use crate::gpu::storage::ell::DeviceEll;
+use crate::gpu::storage::hot::DeviceHot;
+use crate::gpu::storage::narrow::SlotCols;
 use crate::{Error, Result, Scalar};
 
 /// The CSR arrays a kernel is handed: `(64-bit offsets, offsets, columns, values)`.
@@ -165,7 +171,7 @@ pub(crate) fn ell_on<T: Scalar>(
 /// `ell_from_csr_<T>` (`ell16_from_csr_<T>` into narrow slots): the `width * nrows` ELL slots
 /// of a validated CSR matrix whose arrays are on the device (`row_offsets` as `u64`), one
 /// thread per row. Every row must hold at most `width` entries, and, for narrow slots, every
-/// column must lie within 32767 of its row ([`fits`](crate::gpu::narrow::fits)).
+/// column must lie within 32767 of its row ([`fits`](crate::gpu::storage::narrow::fits)).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ell_from_csr<T: Scalar>(
     ctx: &Context,
@@ -211,14 +217,14 @@ pub(crate) fn ell_from_csr<T: Scalar>(
 /// slices `0..nslices` (offsets `slice_ptr`, `nslices + 1` of them as `u64`; rows `perm` in
 /// sorted order, `nsorted` of them) of a validated CSR matrix whose arrays are on the device,
 /// one thread per slot lane. Every sorted row must fit its slice's width (as
-/// [`SellLayout`](crate::gpu::sell::SellLayout) makes them), and, for narrow slots, every
+/// [`SellLayout`](crate::gpu::storage::sell::SellLayout) makes them), and, for narrow slots, every
 /// column of a sorted row must lie within 32767 of its row.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sell_from_csr<T: Scalar>(
     ctx: &Context,
     slice_ptr: &DeviceMemory<u64>,
     perm: &DeviceMemory<u32>,
-    csr: &crate::gpu::ell::CsrOnDevice<T>,
+    csr: &crate::gpu::storage::ell::CsrOnDevice<T>,
     out_cols: &mut SlotCols,
     out_vals: &mut DeviceMemory<T>,
     far: Option<&DeviceMemory<u32>>,
@@ -341,11 +347,11 @@ pub(crate) fn csr_balanced<T: Scalar>(
                     "hot columns with chunks in chunk-major order: the hot-column kernel takes row order".into(),
                 ));
             }
-            if blocks.shape != crate::gpu::balance::RowShape::DEFAULT {
+            if blocks.shape != crate::gpu::plan::balance::RowShape::DEFAULT {
                 return Err(Error::InvalidArgument(format!(
                     "hot columns with row blocks of {} threads: the hot-column kernel takes {}",
                     blocks.shape.threads,
-                    crate::gpu::balance::RowShape::DEFAULT.threads
+                    crate::gpu::plan::balance::RowShape::DEFAULT.threads
                 )));
             }
             let nhot = index("hot columns", h.len)?;

@@ -14,9 +14,9 @@ use cust::event::EventFlags;
 use cust::function::{BlockSize, Function, GridSize};
 use cust::sys as cu;
 
-use super::memory::{capture_lock, gate_shared};
-use super::Context;
 use crate::error::DriverError;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::{capture_lock, gate_shared};
 use crate::{Error, Result};
 
 /// A CUDA stream that does not synchronize with the legacy default stream

@@ -2,8 +2,9 @@
 
 use cust::memory::{DeviceCopy, DevicePointer};
 
-use super::memory::DeviceMemory;
-use super::{kernels, Context};
+use crate::gpu::kernels;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
 use crate::{Error, Result, Scalar};
 
 /// A dense vector of `T` in device memory.
@@ -13,7 +14,7 @@ use crate::{Error, Result, Scalar};
 /// [`copy_to`](DeviceVector::copy_to). An empty vector holds no device memory (CUDA cannot
 /// allocate zero bytes) and its [`as_device_ptr`](DeviceVector::as_device_ptr) is null.
 ///
-/// It is `Send` and `Sync` (see [the threading model](super#threading-model)): it can be
+/// It is `Send` and `Sync` (see [the threading model](crate::gpu#threading-model)): it can be
 /// moved to, dropped on, and read from any thread. Its memory is allocated and freed in
 /// order on the context's stream, so dropping it never waits for the GPU and never frees
 /// memory that queued work still uses.
