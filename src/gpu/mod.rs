@@ -32,10 +32,11 @@
 //!   column parts and narrow columns on the device. An upload asks the plan at each step and
 //!   carries out its answer; some answers need what only the device can give (the columns'
 //!   counts, the hot-column kernel's shared memory and occupancy), which the upload finds
-//!   and passes to the plan's rule. The fallbacks (balanced in place of SELL where the
-//!   balanced kernel would keep hot columns, where column parts pay, or where SELL would pad
-//!   past [`SpmvPlan::SELL_MAX_PADDING`]) are still ordered in the upload
-//!   (`DeviceCsr::upload_with`), with the rules and thresholds of `plan/`.
+//!   and passes to the plan's rule. The upload's decisions after the kernel rule (balanced
+//!   in place of SELL where the balanced kernel would keep hot columns, column parts, SELL's
+//!   padding, the row-block shape) are ordered by one function of `plan/`
+//!   (`plan::upload::decide`), which asks the storage layer for what only the device or a
+//!   layout can tell (the hot-column kernel's limits, the columns' counts, SELL's slots).
 //!
 //! Every `SPGPU_*` override of the rules is read once into [`Tuning::from_env`]; the same
 //! overrides can be set in code through [`UploadOptions`], and [`SpmvPlan::explain`] names

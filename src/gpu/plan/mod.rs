@@ -11,6 +11,7 @@ pub(crate) mod hot;
 pub(crate) mod narrow;
 pub(crate) mod parts;
 pub(crate) mod tuning;
+pub(crate) mod upload;
 
 pub use tuning::{Tuning, UploadOptions};
 

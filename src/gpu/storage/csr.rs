@@ -6,12 +6,14 @@ use cust::memory::DevicePointer;
 
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::gpu::kernels;
-use crate::gpu::plan::balance::{choose_shape, chunk_major, prefetch_x, RowShape};
+use crate::gpu::plan::balance::{chunk_major, prefetch_x, RowShape};
+use crate::gpu::plan::hot::HotLimits;
+use crate::gpu::plan::upload as upload_rule;
 use crate::gpu::plan::ColumnLayout;
 use crate::gpu::plan::KernelChoice;
 use crate::gpu::plan::SpmvKernel;
 use crate::gpu::plan::SpmvPlan;
-use crate::gpu::plan::{narrow as narrow_rule, parts as parts_rule, Tuning, UploadOptions};
+use crate::gpu::plan::{narrow as narrow_rule, Tuning, UploadOptions};
 use crate::gpu::runtime::context::Context;
 use crate::gpu::runtime::memory::DeviceMemory;
 use crate::gpu::runtime::positions::PIECE;
@@ -22,7 +24,7 @@ use crate::gpu::runtime::vector::{download, ptr_of, upload};
 use crate::gpu::storage::balance::RowBlocks;
 use crate::gpu::storage::ell::CsrOnDevice;
 use crate::gpu::storage::ell::DeviceEll;
-use crate::gpu::storage::hot::{hot_columns_for, plan_hot, DeviceHot, HotChoice, HotColumns};
+use crate::gpu::storage::hot::{counts_for, plan_hot, DeviceHot, HotChoice, HotColumns};
 use crate::gpu::storage::narrow::{self, SlotCols};
 use crate::gpu::storage::sell::{decode_narrow, SellLayout, SellMatrix};
 use crate::gpu::storage::split;
@@ -320,6 +322,44 @@ fn check_device_memory<T: Scalar>(ctx: &Context, a: &CsrMatrix<T>, how: &str, ne
     Ok(())
 }
 
+/// The upload's answers to the plan's questions ([`upload_rule::Probe`]): the hot-column
+/// kernel's limits on this device, the columns' counts (on the device, or on the host where
+/// device memory is short: [`counts_for`]) and SELL's layout, each found at most once.
+struct UploadProbe<'a, T: Scalar> {
+    ctx: &'static Context,
+    a: &'a CsrMatrix<T>,
+    wide: bool,
+    tuning: &'a Tuning,
+    counts: Option<Vec<u32>>,
+    sell: Option<SellLayout>,
+}
+
+impl<T: Scalar> upload_rule::Probe for UploadProbe<'_, T> {
+    fn hot_limits(&mut self) -> Result<Option<HotLimits>> {
+        let (a, t) = (self.a, self.tuning);
+        Ok(plan_hot::<T>(self.ctx, a.nnz(), a.ncols(), self.wide, HotChoice::Auto, t)?.ok().map(|h| h.limits()))
+    }
+
+    fn column_counts(&mut self) -> Result<&[u32]> {
+        if self.counts.is_none() {
+            self.counts = Some(counts_for(self.ctx, self.a)?);
+        }
+        Ok(self.counts.as_deref().unwrap_or_default())
+    }
+
+    fn sell_layout(&mut self, max_slots: usize) -> Result<std::result::Result<(), usize>> {
+        // the counts are no longer needed (SELL's layout is the plan's last question)
+        self.counts = None;
+        Ok(match SellLayout::new(self.a, max_slots) {
+            Ok(s) => {
+                self.sell = Some(s);
+                Ok(())
+            }
+            Err(e) => Err(e.slots),
+        })
+    }
+}
+
 /// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
 fn blocks_note(sweep: bool, why: String) -> String {
     if sweep {
@@ -517,99 +557,20 @@ impl<T: Scalar> DeviceCsr<T> {
         let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto, tuning);
         let mut plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
         plan.set_tuning(*tuning);
-        let mut instead_of_sell = None;
-        // the automatic plan's row-block shape, once looked at (it scans every entry)
-        let mut auto_shape = None;
-        // whether the balanced kernel would keep hot columns, once decided, and the entries
-        // of each column, once counted (on the device, or on the host where device memory
-        // is short: hot::counts_for)
-        let mut hot_known = None;
-        let mut counts = None;
-        // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
-        if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            let hot = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts, tuning)?;
-            if let Some(why) = &hot {
-                plan.fall_back_to_balanced(why);
-                instead_of_sell = Some(why.clone());
-            }
-            hot_known = Some(hot);
+        // the fallbacks and the row-block shape, in the plan's order (plan::upload), with
+        // what the device and the layouts tell on demand
+        let mut probe = UploadProbe { ctx, a, wide, tuning, counts: None, sell: None };
+        let l2 = ctx.info().l2_cache_bytes;
+        let decision = upload_rule::decide(a, plan, choice, hot_choice, base != 0, l2, tuning, &mut probe)?;
+        let upload_rule::Decision { mut plan, instead_of_sell, parts, mut shape } = decision;
+        if let Some((k, rule)) = parts {
+            drop(probe);
+            let mut d = Self::upload_parts(ctx, a, plan, columns, k, started, &rule)?;
+            d.instead_of_sell = instead_of_sell;
+            return Ok(d);
         }
-        // x past the L2 on scattered columns: the balanced kernel in column parts, in place of
-        // SELL too (uniformly random rows: `split`)
-        if matches!(plan.kernel(), SpmvKernel::Balanced | SpmvKernel::Sell)
-            && choice == KernelChoice::Auto
-            && hot_choice == HotChoice::Auto
-            && base == 0
-            && a.nrows().saturating_mul(32) >= SpmvPlan::FEW_ROWS_THREADS
-        {
-            let l2 = ctx.info().l2_cache_bytes;
-            let parts = parts_rule::parts_for(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2, plan.kernel(), tuning);
-            if parts > 1 {
-                let (s, _) =
-                    auto_shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None, tuning));
-                // scattered columns, and not where the one pass keeps hot columns (see
-                // hot_columns_for)
-                let scattered = *s == RowShape::DEFAULT;
-                let spread = if scattered {
-                    if counts.is_none() {
-                        counts = Some(crate::gpu::storage::hot::counts_for(ctx, a)?);
-                    }
-                    split::spread(counts.as_deref().unwrap_or_default())
-                } else {
-                    0.0
-                };
-                if spread >= split::MIN_SPREAD {
-                    let hot = match hot_known.take() {
-                        Some(known) => known,
-                        None => hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts, tuning)?,
-                    };
-                    if hot.is_none() {
-                        let one_pass = plan.kernel();
-                        if one_pass == SpmvKernel::Sell {
-                            let why = format!(
-                                "x takes {:.0}% of the L2 on scattered columns, which SELL would gather in one pass \
-                                 (if its padding allows it)",
-                                100.0 * (a.ncols() * T::BYTES) as f64 / l2.max(1) as f64
-                            );
-                            plan.fall_back_to_balanced(&why);
-                            instead_of_sell = Some(why);
-                        }
-                        let rule = parts_rule::rule_note(a.nrows(), a.nnz(), one_pass, spread, tuning);
-                        let mut d = Self::upload_parts(ctx, a, plan, columns, parts, started, &rule)?;
-                        d.instead_of_sell = instead_of_sell;
-                        return Ok(d);
-                    }
-                }
-            }
-        }
-        drop(counts);
-        let mut sell = None;
-        if plan.kernel() == SpmvKernel::Sell {
-            let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
-            match SellLayout::new(a, limit as usize) {
-                Ok(s) => sell = Some(s),
-                Err(e) => {
-                    let why = format!(
-                        "SELL would store {} slots for {} entries, more than {} x the entries",
-                        e.slots,
-                        a.nnz(),
-                        SpmvPlan::SELL_MAX_PADDING
-                    );
-                    if choice != KernelChoice::Auto {
-                        return Err(Error::InvalidArgument(format!("{why}: use another kernel")));
-                    }
-                    plan.fall_back_to_balanced(&why);
-                    instead_of_sell = Some(why);
-                }
-            }
-        }
-        // Row blocks of the shape the matrix's columns suit (choose_shape); the hot-column
-        // kernel, if the device count later gives the matrix hot columns, runs the default
-        // shape, and only then are the blocks cut again.
-        let mut shape = (plan.kernel() == SpmvKernel::Balanced).then(|| match (auto_shape, forced_shape) {
-            (Some(known), None) => known,
-            _ => choose_shape(a.row_offsets(), a.col_indices(), forced_shape, tuning),
-        });
+        let sell = if plan.kernel() == SpmvKernel::Sell { probe.sell.take() } else { None };
+        drop(probe);
         let mut blocks = shape
             .as_ref()
             .map(|(s, _)| RowBlocks::cut(a.row_offsets(), *s, chunk_major(stats.nrows, stats.max, *s, tuning)));
@@ -617,7 +578,15 @@ impl<T: Scalar> DeviceCsr<T> {
         // its rows are long enough to be read a few entries per thread at a time
         let narrow_csr = narrow_rule::csr_columns(plan.kernel(), a, stats.mean, columns, tuning);
         let hot = match &blocks {
-            Some(_) => plan_hot::<T>(ctx, &mut plan, a.nnz(), a.ncols(), wide, hot_choice, tuning)?,
+            Some(_) => match plan_hot::<T>(ctx, a.nnz(), a.ncols(), wide, hot_choice, tuning)? {
+                Ok(h) => Some(h),
+                Err(note) => {
+                    if let Some(why) = note {
+                        plan.set_no_hot(why);
+                    }
+                    None
+                }
+            },
             None => None,
         };
         let mut preprocessing = started.elapsed();

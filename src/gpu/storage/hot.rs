@@ -21,13 +21,12 @@ use cust::function::{BlockSize, FunctionAttribute};
 
 use crate::error::DriverError;
 use crate::gpu::kernels::{hot_kernel_name, HOT_THREADS};
-use crate::gpu::plan::balance::{choose_shape, RowShape};
 use crate::gpu::plan::hot::{self as rule, HotLimits};
 pub use crate::gpu::plan::hot::{
     column_counts, min_share, HotChoice, HotColumns, HOT_BYTES_PER_BLOCK, HOT_COLUMNS_ENV, HOT_MIN_SHARE_ENV,
     MIN_ENTRIES_PER_COLUMN, MIN_SHARE, MIN_SHARE_SCATTERED, MIN_SKEW,
 };
-use crate::gpu::plan::{SpmvPlan, Tuning};
+use crate::gpu::plan::Tuning;
 use crate::gpu::runtime::context::Context;
 use crate::gpu::runtime::memory::DeviceMemory;
 use crate::gpu::runtime::module::ModuleId;
@@ -112,27 +111,22 @@ pub(crate) struct HotPlan {
 }
 
 /// How hot columns would be chosen for a matrix of `nnz` entries and `ncols` columns, or
-/// `None` when they are not considered ([`HotChoice::Auto`]): the matrix has at most
-/// [`SpmvPlan::SMALL_NNZ`] entries (latency-bound: the extra gather launch and each block's
-/// copy would show), fewer than [`MIN_ENTRIES_PER_COLUMN`] entries per column, or
-/// [`HOT_COLUMNS_ENV`] is `0`. Allows the kernel the shared memory of its hot entries.
-/// [`HotPlan::choose`] then counts the columns on the device. Tells `plan` when the
-/// matrix is too sparse for hot columns (for [`explain`](SpmvPlan::explain)).
+/// `Err` when the plan's rule does not consider them ([`rule::considered`], with its note
+/// for [`explain`](crate::gpu::SpmvPlan::explain) when the matrix is too sparse) or no column fits the
+/// shared memory. Allows the kernel the shared memory of its hot entries and reads its
+/// occupancy: the device's [`HotLimits`]. [`HotPlan::choose`] then counts the columns on
+/// the device.
 pub(crate) fn plan_hot<T: Scalar>(
     ctx: &Context,
-    plan: &mut SpmvPlan,
     nnz: usize,
     ncols: usize,
     wide: bool,
     choice: HotChoice,
     tuning: &Tuning,
-) -> Result<Option<HotPlan>> {
+) -> Result<std::result::Result<HotPlan, Option<String>>> {
     let auto = choice == HotChoice::Auto;
     if let Err(note) = rule::considered(nnz, ncols, choice, tuning) {
-        if let Some(why) = note {
-            plan.set_no_hot(why);
-        }
-        return Ok(None);
+        return Ok(Err(note));
     }
     let name = hot_kernel_name(false, T::NAME, wide);
     ctx.make_current()?;
@@ -149,7 +143,7 @@ pub(crate) fn plan_hot<T: Scalar>(
         .min(HOT_BYTES_PER_BLOCK);
     let capacity = rule::capacity(per_block, T::BYTES, choice);
     if capacity == 0 {
-        return Ok(None);
+        return Ok(Err(None));
     }
     // the kernel and its variant with prefetching gathers (the same shared memory), either
     // of which the upload may run
@@ -171,62 +165,15 @@ pub(crate) fn plan_hot<T: Scalar>(
     if auto {
         plan.limits.min_entries = HotColumns::min_entries_for(plan.resident(ctx, per_block)?, T::BYTES);
     }
-    Ok(Some(plan))
-}
-
-/// Whether the balanced kernel's rule ([`plan_hot`], [`HotPlan::choose`]) would keep hot
-/// columns for `a`, and what they hold: `Some(why)` when it would, `None` when it would
-/// keep none. The row-block shape the upload would cut
-/// ([`choose_shape`](crate::gpu::storage::balance::choose_shape), whose blocks of 512 threads mean
-/// columns near the diagonal) sets the share they need: `shape` holds it once looked at,
-/// and is filled when this looks first. `counts` holds the entries of each column once
-/// counted ([`counts_for`]: on the device, from a copy of the column indices made for the
-/// count and freed after it, or on the host where device memory is short), and is filled
-/// when this counts first; the column parts'
-/// [`spread`](crate::gpu::storage::split::spread) reads the same counts. The upload asks before two
-/// choices (`plan`: the automatic plan so far):
-///
-/// - **SELL**, which gathers every entry of `x` from the L2: where hot columns would be
-///   kept, balanced runs instead. On the H200 (2026-11-27), on matrices of even rows whose
-///   columns are read unevenly (the transpose of a power-law graph: even rows of 13, the
-///   most-read 6144 columns holding 27% of the entries), SELL ran 1.16x-1.24x the time of
-///   balanced with hot columns, and about as fast as balanced without them. The matrices
-///   that keep SELL (circuits, meshes, geometric graphs, random rows) have no hot columns
-///   by the same rule.
-/// - **Column parts** ([`crate::gpu::storage::split`]): a matrix that keeps hot columns runs in one pass.
-///   On the H200 (2026-11-27) R-MAT graphs with hot columns ran 1.066x (f64) and 1.093x
-///   (f32) the one-pass time in parts (`rmat:23:16`), and gained at 16.8 million columns
-///   (`rmat:24:16`, 0.879x / 0.965x).
-pub(crate) fn hot_columns_for<T: Scalar>(
-    ctx: &'static Context,
-    plan: &SpmvPlan,
-    a: &crate::CsrMatrix<T>,
-    wide: bool,
-    shape: &mut Option<(RowShape, String)>,
-    counts: &mut Option<Vec<u32>>,
-    tuning: &Tuning,
-) -> Result<Option<String>> {
-    let mut scratch = plan.clone();
-    let Some(hot) = plan_hot::<T>(ctx, &mut scratch, a.nnz(), a.ncols(), wide, HotChoice::Auto, tuning)? else {
-        return Ok(None);
-    };
-    let (s, _) = shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None, tuning));
-    let local = *s != RowShape::DEFAULT;
-    if counts.is_none() {
-        *counts = Some(counts_for(ctx, a)?);
-    }
-    let counts = counts.as_deref().unwrap_or_default();
-    Ok(hot.decide(counts, a.nnz(), a.ncols(), local).ok().map(|h| {
-        format!(
-            "its {} most-read columns hold {:.1}% of the entries, which the balanced kernel keeps in shared \
-             memory and SELL gathers from the L2",
-            h.len(),
-            100.0 * h.entries() as f64 / a.nnz().max(1) as f64
-        )
-    }))
+    Ok(Ok(plan))
 }
 
 impl HotPlan {
+    /// What the device allows ([`HotLimits`]).
+    pub(crate) fn limits(&self) -> HotLimits {
+        self.limits
+    }
+
     /// Device bytes that choosing and keeping hot columns take at most at once, beside the
     /// CSR arrays: the column counts, then the slot map (4 bytes per column each, the first
     /// freed before the second is made, the second before the hot-column arrays are), or the
