@@ -4,6 +4,7 @@
 //! converts sizes with `u32::try_from`, and launches on the context's stream without
 //! synchronizing. The kernels' sources are in `ptx/`.
 
+pub(crate) mod arrays;
 pub(crate) mod blas;
 pub(crate) mod spmv;
 

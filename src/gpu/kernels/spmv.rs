@@ -2,6 +2,7 @@
 
 use cust::launch;
 
+use super::arrays::{Balanced, CsrArrays, CsrOnDevice, DeviceHot, DeviceSell, EllArrays, SlotCols};
 use super::{
     balanced_kernel_name, blocks, hot_kernel_name, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel,
     BLOCK, HOT_THREADS,
@@ -15,15 +16,10 @@ use crate::gpu::runtime::positions::shifted;
 use crate::gpu::runtime::stream::Stream;
 use crate::gpu::runtime::vector::DeviceVector;
 use crate::gpu::runtime::vector::{check_len, ptr_of};
-use crate::gpu::storage::csr::DeviceCsr;
-use crate::gpu::storage::csr::{Balanced, DeviceSell};
-use crate::gpu::storage::ell::DeviceEll;
-use crate::gpu::storage::hot::DeviceHot;
-use crate::gpu::storage::narrow::SlotCols;
 use crate::{Error, Result, Scalar};
 
 /// The CSR arrays a kernel is handed: `(64-bit offsets, offsets, columns, values)`.
-fn csr_arrays<T: Scalar>(a: &DeviceCsr<T>) -> Result<(bool, u64, u64, u64)> {
+fn csr_arrays(a: &impl CsrArrays) -> Result<(bool, u64, u64, u64)> {
     a.kernel_arrays().ok_or_else(|| Error::InvalidArgument("the matrix is not stored as CSR on the device".into()))
 }
 
@@ -42,7 +38,7 @@ pub(crate) fn check_dims<T: Scalar>(
 pub(crate) fn csr_scalar<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -79,7 +75,7 @@ pub(crate) fn csr_vector<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
     threads_per_row: u32,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -122,7 +118,7 @@ pub(crate) fn csr_vector<T: Scalar>(
 /// `spmv_ell_<T>` on the context's stream.
 pub(crate) fn ell<T: Scalar>(
     ctx: &Context,
-    a: &DeviceEll<T>,
+    a: &impl EllArrays<T>,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -135,7 +131,7 @@ pub(crate) fn ell<T: Scalar>(
 pub(crate) fn ell_on<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceEll<T>,
+    a: &impl EllArrays<T>,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -224,7 +220,7 @@ pub(crate) fn sell_from_csr<T: Scalar>(
     ctx: &Context,
     slice_ptr: &DeviceMemory<u64>,
     perm: &DeviceMemory<u32>,
-    csr: &crate::gpu::storage::ell::CsrOnDevice<T>,
+    csr: &CsrOnDevice<T>,
     out_cols: &mut SlotCols,
     out_vals: &mut DeviceMemory<T>,
     far: Option<&DeviceMemory<u32>>,
@@ -281,7 +277,7 @@ pub(crate) fn sell_from_csr<T: Scalar>(
 pub(crate) fn csr_balanced<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     blocks: &Balanced,
     hot: Option<&DeviceHot<T>>,
     alpha: T,
@@ -391,7 +387,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
 pub(crate) fn sell<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     s: &DeviceSell<T>,
     alpha: T,
     x: &DeviceVector<T>,

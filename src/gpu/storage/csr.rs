@@ -6,6 +6,8 @@ use cust::memory::DevicePointer;
 
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::gpu::kernels;
+use crate::gpu::kernels::arrays::CsrArrays;
+pub(crate) use crate::gpu::kernels::arrays::{Balanced, DeviceSell};
 use crate::gpu::plan::balance::{chunk_major, prefetch_x, RowShape};
 use crate::gpu::plan::hot::HotLimits;
 use crate::gpu::plan::upload as upload_rule;
@@ -109,33 +111,6 @@ enum Storage<T: Scalar> {
     /// Column parts ([`crate::gpu::storage::split`]), each a matrix of its own on the balanced kernel, run
     /// in order.
     Parts(Vec<DeviceCsr<T>>),
-}
-
-/// A [`SellMatrix`] on the device.
-pub(crate) struct DeviceSell<T: Scalar> {
-    pub(crate) nsorted: usize,
-    pub(crate) nslices: usize,
-    pub(crate) nchunks: usize,
-    pub(crate) nlong: usize,
-    pub(crate) slice_ptr: Positions,
-    pub(crate) perm: Option<DeviceMemory<u32>>,
-    /// The slots' columns, or their offsets from the row ([`crate::gpu::storage::narrow`]).
-    pub(crate) cols: Option<SlotCols>,
-    pub(crate) vals: Option<DeviceMemory<T>>,
-    pub(crate) chunk_entry: Positions,
-    pub(crate) long_cols: Option<DeviceMemory<u32>>,
-    pub(crate) long_vals: Option<DeviceMemory<T>>,
-    pub(crate) long_rows: Option<DeviceMemory<u32>>,
-    /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
-    pub(crate) partials: Option<DeviceMemory<f64>>,
-    /// The table of far columns of narrow slots ([`narrow::far_columns`]), when they have one.
-    pub(crate) far: Option<DeviceMemory<u32>>,
-    pub(crate) nfar: usize,
-    bytes: usize,
-    nrows: usize,
-    ncols: usize,
-    slots: usize,
-    nlong_entries: usize,
 }
 
 impl<T: Scalar> DeviceSell<T> {
@@ -367,27 +342,6 @@ fn blocks_note(sweep: bool, why: String) -> String {
     } else {
         why
     }
-}
-
-/// The row blocks of the balanced kernel on the device ([`RowBlocks`]).
-pub(crate) struct Balanced {
-    /// Blocks of the main kernel.
-    pub(crate) nblocks: usize,
-    pub(crate) block_row: DeviceMemory<u32>,
-    pub(crate) block_entry: Positions,
-    /// [`RowBlocks::scratch_len`] `f64` slots when there are long rows (one per block, or in
-    /// chunk-major order a range per long row): the chunk sums of one call, written by the
-    /// chunk blocks and read by the block of their row's last chunk, which sets them back to
-    /// "no sum" (0xff bytes) for the next call.
-    pub(crate) partials: Option<DeviceMemory<f64>>,
-    /// The shape the rows were cut to (which kernel runs them).
-    pub(crate) shape: RowShape,
-    /// Whether the chunks come in chunk-major order ([`RowBlocks::sweep`]).
-    pub(crate) sweep: bool,
-    /// Why the kernel gathers `x` with the L2 prefetch hint, when it does
-    /// ([`crate::gpu::storage::balance::prefetch_x`]; blocks in row order only).
-    pub(crate) prefetch_x: Option<String>,
-    bytes: usize,
 }
 
 impl Balanced {
@@ -828,7 +782,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<()> {
         let _queued = self.launches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match (&self.storage, self.plan.kernel()) {
-            (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
+            (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e.as_ref(), alpha, x, beta, y),
             (Storage::Sell(sl), _) => kernels::spmv::sell(self.ctx, stream, self, sl, alpha, x, beta, y),
             (Storage::Parts(parts), _) => {
                 // checked before anything is launched, as the kernels do
@@ -1274,10 +1228,26 @@ impl<T: Scalar> DeviceCsr<T> {
         self.ctx.synchronize()?;
         Ok(Some(DeviceIndices64 { mem, len: self.nnz }))
     }
+}
 
-    /// The test-only entry base (0 for every ordinary upload).
-    pub(crate) fn entry_base(&self) -> u64 {
+impl<T: Scalar> CsrArrays for DeviceCsr<T> {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        DeviceCsr::kernel_arrays(self)
+    }
+    fn narrow_kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        DeviceCsr::narrow_kernel_arrays(self)
+    }
+    fn entry_base(&self) -> u64 {
         self.entry_base
+    }
+    fn plain_csr(&self) -> Option<(bool, u64, u64, u64)> {
+        self.csr_ptrs().map(|p| (p.offsets_64_bit, p.row_offsets, p.col_indices.as_raw(), p.values.as_raw()))
     }
 }
 

@@ -6,6 +6,8 @@ use rayon::prelude::*;
 
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
 use crate::gpu::kernels;
+pub(crate) use crate::gpu::kernels::arrays::CsrOnDevice;
+use crate::gpu::kernels::arrays::{EllArrays, SlotCols};
 use crate::gpu::plan::SpmvPlan;
 use crate::gpu::plan::Tuning;
 use crate::gpu::runtime::context::Context;
@@ -13,7 +15,6 @@ use crate::gpu::runtime::memory::DeviceMemory;
 use crate::gpu::runtime::positions::PIECE;
 use crate::gpu::runtime::vector::DeviceVector;
 use crate::gpu::runtime::vector::{download, ptr_of, upload};
-use crate::gpu::storage::narrow::SlotCols;
 use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
 
 /// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
@@ -56,14 +57,6 @@ pub use crate::gpu::plan::tuning::DEVICE_CONVERSION_ENV;
 /// Device memory left free beyond the CSR arrays for the conversion on the device to run.
 pub(crate) const CONVERSION_MARGIN: u64 = 64 << 20;
 
-/// A CSR matrix's arrays on the device for a conversion there (row offsets as `u64`), freed
-/// (in stream order) when dropped.
-pub(crate) struct CsrOnDevice<T: Scalar> {
-    pub(crate) row_offsets: DeviceMemory<u64>,
-    pub(crate) cols: DeviceMemory<u32>,
-    pub(crate) vals: DeviceMemory<T>,
-}
-
 impl<T: Scalar> CsrOnDevice<T> {
     /// Uploads `a`'s arrays when [`Tuning::device_conversion`] allows a conversion on the device
     /// and they fit in the free device memory with `extra` bytes more (what the conversion
@@ -93,6 +86,30 @@ impl<T: Scalar> CsrOnDevice<T> {
         };
         // memory taken by another thread since the check: the host converts instead
         Ok(arrays().ok())
+    }
+}
+
+impl<T: Scalar> EllArrays<T> for DeviceEll<T> {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn width(&self) -> usize {
+        self.width
+    }
+    fn is_wide(&self) -> bool {
+        DeviceEll::is_wide(self)
+    }
+    fn narrow_columns(&self) -> bool {
+        DeviceEll::narrow_columns(self)
+    }
+    fn cols_addr(&self) -> u64 {
+        DeviceEll::cols_addr(self)
+    }
+    fn values_ptr(&self) -> DevicePointer<T> {
+        DeviceEll::values_ptr(self)
     }
 }
 

@@ -20,6 +20,7 @@
 use cust::function::{BlockSize, FunctionAttribute};
 
 use crate::error::DriverError;
+pub(crate) use crate::gpu::kernels::arrays::DeviceHot;
 use crate::gpu::kernels::{hot_kernel_name, HOT_THREADS};
 use crate::gpu::plan::hot::{self as rule, HotLimits};
 pub use crate::gpu::plan::hot::{
@@ -68,24 +69,6 @@ impl HotColumns {
             *c = columns[(*c & !HOT_FLAG) as usize];
         }
     }
-}
-
-/// What the hot-column kernel needs on the device, beside the balanced kernel's row blocks.
-pub(crate) struct DeviceHot<T: Scalar> {
-    /// The hot columns ([`HotColumns::columns`]).
-    pub(crate) columns: DeviceMemory<u32>,
-    /// The hot entries of `x` of the current call (`gather_<T>` writes them, the kernel reads
-    /// them; calls on one matrix are queued under its lock).
-    pub(crate) x: DeviceMemory<T>,
-    /// The kernel's row-block counter (`gather_<T>` zeroes it each call).
-    pub(crate) counter: DeviceMemory<u32>,
-    pub(crate) len: usize,
-    /// Entries in hot columns.
-    pub(crate) entries: u64,
-    /// Blocks of the kernel: as many as are resident at once.
-    pub(crate) grid: u32,
-    /// Dynamic shared memory per block: the hot entries of `x`.
-    pub(crate) shared_bytes: u32,
 }
 
 impl<T: Scalar> DeviceHot<T> {

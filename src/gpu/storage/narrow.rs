@@ -50,6 +50,7 @@ pub use crate::gpu::plan::narrow::{
     csr_offsets_pay, far_columns, fits, FAR_SLOTS, MAX_OFFSET, NARROW_COLUMNS_ENV, VECTOR_BATCH_STEPS,
 };
 
+pub(crate) use crate::gpu::kernels::arrays::SlotCols;
 use crate::gpu::runtime::context::Context;
 use crate::gpu::runtime::memory::DeviceMemory;
 use crate::Result;
@@ -102,14 +103,6 @@ pub fn decode_far(slot: u16, row: usize, far: &[u32]) -> Option<u32> {
         return far.get(code).copied();
     }
     decode(slot, row)
-}
-
-/// The columns of ELL or SELL slots on the device: 32-bit columns or 16-bit offsets.
-pub(crate) enum SlotCols {
-    /// Columns, [`ELL_PADDING`](crate::ELL_PADDING) in padding slots.
-    Wide(DeviceMemory<u32>),
-    /// Offsets from the row ([`encode`]), [`NARROW_PADDING`] in padding slots.
-    Narrow(DeviceMemory<u16>),
 }
 
 impl SlotCols {
