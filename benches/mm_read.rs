@@ -3,8 +3,8 @@
 //! The input is generated once into `target/bench-data/`: a `coordinate real general` file
 //! of 400000 x 400000 with 12 entries per row at uniformly random columns (4.8M entries),
 //! values uniform in (0, 1) printed with full precision (shortest round-trip form, 16 to 17
-//! significant digits), rows in order as a writer of a CSR matrix emits them: about 160 MB,
-//! like the file of `../shared/docs/anchors.md`. A second file holds the same lines
+//! significant digits), rows in order as a writer of a CSR matrix emits them: about 160 MB.
+//! A second file holds the same lines
 //! shuffled, for spgpu's unsorted path (counting sort).
 //!
 //! Groups, all with `Throughput::Bytes(file size)`:

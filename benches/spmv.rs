@@ -24,10 +24,6 @@
 //! cargo bench --bench spmv -- 'spmv/ell/f64'  # a filter
 //! ```
 
-#[path = "../src/bin/spgpu/bench/model.rs"]
-#[allow(dead_code, unused_imports)]
-mod model;
-
 use criterion::{Criterion, Throughput};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
 use spgpu::{gen, reference, CsrMatrix, Scalar};
@@ -120,7 +116,7 @@ fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, mats: &[
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
     for (name, a64) in mats {
         let a: CsrMatrix<T> = a64.cast();
-        let bytes = model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
+        let bytes = spgpu::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
         group.throughput(Throughput::Bytes(bytes));
         let xh: Vec<T> = (0..a.ncols()).map(|i| T::from_f64(((i * 7919) % 2003) as f64 / 1001.0 - 1.0)).collect();
         let x = DeviceVector::from_slice(ctx, &xh).expect("uploading x");

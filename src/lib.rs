@@ -41,6 +41,9 @@
 #![deny(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 
+#[cfg(feature = "cli")]
+pub mod bench;
+pub mod bytes;
 pub mod error;
 pub mod format;
 pub mod gen;

@@ -4,7 +4,7 @@
 //! compared with [`spgpu::reference::spmv_csr`] (relative 2-norm error at most 1e-12 in f64,
 //! 1e-5 in f32), then timed with CUDA events: after a warm-up, `repeats` repetitions of
 //! `launches` back-to-back launches; the median time per launch is reported with the
-//! bandwidth of the minimal-bytes model (`docs/gpu-notes.md`):
+//! bandwidth of the minimal-bytes model (`docs/performance.md`):
 //! `nnz*(4 + val) + (rows + 1)*4 + cols*val + rows*val` bytes, plus `rows*val` more when
 //! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
 //! a GPU it says so on one line and runs the CPU reference only.
@@ -19,7 +19,7 @@ use spgpu::{reference, CsrMatrix, Scalar};
 use crate::CliResult;
 
 /// The copy bandwidth of the H200 the crate is measured on, in bytes per second
-/// (`../shared/docs/gpu.md`): the ceiling the GB/s figure is compared with.
+/// (4.28 TB/s measured on the H200, `docs/performance.md`): the ceiling the GB/s figure is compared with.
 const COPY_BANDWIDTH: f64 = 4.28e12;
 
 /// Arguments of `spgpu spmv`.
@@ -203,7 +203,7 @@ fn run_kernel<T: Scalar>(
     }
     per_launch.sort_by(f64::total_cmp);
     let median = per_launch[per_launch.len() / 2];
-    let bytes = crate::bench::model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
+    let bytes = spgpu::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
     outln!(
