@@ -81,7 +81,7 @@ pub(crate) struct DeviceHot<T: Scalar> {
     pub(crate) shared_bytes: u32,
 }
 
-/// A [`SellMatrix`](crate::gpu::sell::SellMatrix) on the device.
+/// A [`SellMatrix`](crate::gpu::storage::sell::SellMatrix) on the device.
 pub(crate) struct DeviceSell<T: Scalar> {
     pub(crate) nsorted: usize,
     pub(crate) nslices: usize,

@@ -268,8 +268,8 @@ impl Context {
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
-    /// itself; call it before using the [`stream`](Context::stream) or a
-    /// [`function`](Context::function) directly from a new thread.
+    /// itself; call it before using the [`stream`](Context::stream) or the context with
+    /// other CUDA code directly from a new thread.
     ///
     /// # Errors
     ///
@@ -368,7 +368,8 @@ impl Context {
     }
 
     /// The cust context (the device's primary context).
-    pub fn cuda_context(&self) -> &CudaContext {
+    #[allow(dead_code)]
+    pub(crate) fn cuda_context(&self) -> &CudaContext {
         &self.context
     }
 
@@ -378,7 +379,7 @@ impl Context {
     /// # Errors
     ///
     /// [`Error::Cuda`] (not found) when the module has no such kernel.
-    pub fn function(&self, module: ModuleId, name: &str) -> Result<Function<'_>> {
+    pub(crate) fn function(&self, module: ModuleId, name: &str) -> Result<Function<'_>> {
         self.modules[module.index()]
             .get_function(name)
             .map_err(|e| Error::cuda(format!("looking up kernel {name} in module {}", module.stem()), e))

@@ -1279,17 +1279,34 @@ impl std::fmt::Debug for DeviceIndices64 {
     }
 }
 
-/// The device CSR arrays of a [`DeviceCsr`] ([`DeviceCsr::csr_ptrs`]).
+/// The device CSR arrays of a [`DeviceCsr`] ([`DeviceCsr::csr_ptrs`]), as raw device
+/// addresses for other CUDA code.
 #[derive(Debug, Clone, Copy)]
 pub struct CsrPtrs<T: Scalar> {
-    /// Address of the `nrows + 1` row offsets: `u32`, or `u64` when `offsets_64_bit`.
-    pub row_offsets: u64,
+    pub(crate) row_offsets: u64,
+    pub(crate) offsets_64_bit: bool,
+    pub(crate) col_indices: DevicePointer<u32>,
+    pub(crate) values: DevicePointer<T>,
+}
+
+impl<T: Scalar> CsrPtrs<T> {
+    /// Address of the `nrows + 1` row offsets: `u32`, or `u64` when
+    /// [`offsets_64_bit`](CsrPtrs::offsets_64_bit).
+    pub fn row_offsets(&self) -> u64 {
+        self.row_offsets
+    }
     /// Whether the offsets are 64-bit (`nnz` past [`INDEX_LIMIT`](crate::INDEX_LIMIT)).
-    pub offsets_64_bit: bool,
-    /// The `nnz` column indices (null when `nnz == 0`).
-    pub col_indices: DevicePointer<u32>,
-    /// The `nnz` values (null when `nnz == 0`).
-    pub values: DevicePointer<T>,
+    pub fn offsets_64_bit(&self) -> bool {
+        self.offsets_64_bit
+    }
+    /// Address of the `nnz` `u32` column indices (0 when `nnz == 0`).
+    pub fn col_indices(&self) -> u64 {
+        self.col_indices.as_raw()
+    }
+    /// Address of the `nnz` `T` values (0 when `nnz == 0`).
+    pub fn values(&self) -> u64 {
+        self.values.as_raw()
+    }
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceCsr<T> {

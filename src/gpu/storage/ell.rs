@@ -375,13 +375,13 @@ impl<T: Scalar> DeviceEll<T> {
         Ok(EllMatrix::try_from_csr_with_limit(&csr, slots)?)
     }
 
-    /// Device address of the column indices (`width * nrows` `u32`, column-major); null when
+    /// Device address of the column indices (`width * nrows` `u32`, column-major); 0 when
     /// there are no slots or the columns are stored as offsets
     /// ([`narrow_columns`](DeviceEll::narrow_columns)).
-    pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
+    pub fn col_indices_addr(&self) -> u64 {
         match &self.cols {
-            Some(SlotCols::Wide(m)) => m.as_device_ptr(),
-            _ => DevicePointer::null(),
+            Some(SlotCols::Wide(m)) => m.as_device_ptr().as_raw(),
+            _ => 0,
         }
     }
 
@@ -393,12 +393,12 @@ impl<T: Scalar> DeviceEll<T> {
     }
 
     /// Device address of the column offsets (`width * nrows` 16-bit offsets, column-major,
-    /// see [`narrow`](crate::gpu::storage::narrow)); null when there are no slots or the columns are
+    /// see [`narrow`](crate::gpu::narrow)); 0 when there are no slots or the columns are
     /// stored as 32-bit indices.
-    pub fn col_offsets_ptr(&self) -> DevicePointer<u16> {
+    pub fn col_offsets_addr(&self) -> u64 {
         match &self.cols {
-            Some(SlotCols::Narrow(m)) => m.as_device_ptr(),
-            _ => DevicePointer::null(),
+            Some(SlotCols::Narrow(m)) => m.as_device_ptr().as_raw(),
+            _ => 0,
         }
     }
 
@@ -407,9 +407,14 @@ impl<T: Scalar> DeviceEll<T> {
         self.cols.as_ref().map_or(0, SlotCols::addr)
     }
 
-    /// Device address of the values (`width * nrows` `T`, column-major); null when there are
-    /// no slots.
-    pub fn values_ptr(&self) -> DevicePointer<T> {
+    /// Device address of the values (`width * nrows` `T`, column-major); 0 when there are no
+    /// slots.
+    pub fn values_addr(&self) -> u64 {
+        self.values_ptr().as_raw()
+    }
+
+    /// [`values_addr`](DeviceEll::values_addr) as cust's pointer type, for the launches.
+    pub(crate) fn values_ptr(&self) -> DevicePointer<T> {
         ptr_of(self.values.as_ref())
     }
 }
