@@ -17,8 +17,6 @@ const LAYERS: [&str; 4] = ["runtime", "plan", "kernels", "storage"];
 /// fails when an edge appears that is not listed, and when a listed one is gone (so that the
 /// list only shrinks).
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // DeviceVector::fill launches the fill kernel
-    ("runtime/vector.rs", "kernels"),
     // the carveout of the balanced kernels is set when the context is made, by name
     ("runtime/context.rs", "kernels"),
     ("runtime/context.rs", "plan"),

@@ -462,6 +462,20 @@ fn blocks_for(threads: usize) -> Result<u32> {
     blocks(threads, BLOCK)
 }
 
+// The fill is a method of the runtime's vector, defined here, where its kernel is launched
+// (the runtime layer launches nothing).
+impl<T: Scalar> DeviceVector<T> {
+    /// Sets every element to `value`, with a kernel on the context's stream (no wait).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when the launch fails; [`Error::InvalidArgument`] when the vector is
+    /// longer than the kernels' 32-bit index allows.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        fill(self.context(), self, value)
+    }
+}
+
 /// `fill_vector_<T>`: `y[i] = value`, one thread per element.
 pub(crate) fn fill<T: Scalar>(ctx: &Context, y: &mut DeviceVector<T>, value: T) -> Result<()> {
     if y.is_empty() {

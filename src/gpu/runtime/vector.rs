@@ -2,7 +2,6 @@
 
 use cust::memory::{DeviceCopy, DevicePointer};
 
-use crate::gpu::kernels;
 use crate::gpu::runtime::context::Context;
 use crate::gpu::runtime::memory::DeviceMemory;
 use crate::{Error, Result, Scalar};
@@ -57,16 +56,6 @@ impl<T: Scalar> DeviceVector<T> {
         // All-zero bytes are 0.0 in f32 and f64.
         let buf = if len == 0 { None } else { Some(DeviceMemory::zeroed(ctx, len, &what)?) };
         Ok(DeviceVector { ctx, buf, len })
-    }
-
-    /// Sets every element to `value`, with a kernel on the context's stream (no wait).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cuda`] when the launch fails; [`Error::InvalidArgument`] when the vector is
-    /// longer than the kernels' 32-bit index allows.
-    pub fn fill(&mut self, value: T) -> Result<()> {
-        kernels::spmv::fill(self.ctx, self, value)
     }
 
     /// Number of elements.
