@@ -218,7 +218,7 @@ __device__ __forceinline__ acc_t group_sum(acc_t v) {
 }
 
 // Slots per batch of slot_sum: 8 in the ELL kernels, 4 in the SELL kernels. H200, two
-// rounds, 26 ELL and SELL matrices (docs/perf/2026-11-26-s27-h200-slot-batches-*): SELL with
+// rounds, 26 ELL and SELL matrices (2026-11-26, docs/gpu-notes.md): SELL with
 // 8 lost 2-6% in f32 on the circuits and 3% on stencil27:100 against 4; ELL with 4 lost on
 // long rows (longrows:50000:7 f32 214.8 against 191.0 us) and lap2d (50.2 against 46.1 us).
 #define SPGPU_ELL_BATCH 8
@@ -244,12 +244,12 @@ __device__ __forceinline__ R tied(R code, T value, unsigned zero) {
 // ptxas issued some of a batch's value loads only after a load that waits for the columns
 // (a far-column table read or a gather): two DRAM round trips per batch instead of one. That
 // is what Nsight Compute's stall samples showed for the old loop on circuit:3000000 (H200,
-// session 27), and nvcc 11.8's SASS of the batched loop without the tie. With it, the
+// 2026-11-26), and nvcc 11.8's SASS of the batched loop without the tie. With it, the
 // driver-compiled SASS issues the batch's column and value loads together. The sums do not
 // change: the code is the same number. TIE turns it off: the SELL kernels tie only in f32
-// (f64 untied, H100, two rounds, 16 SELL matrices, perf/2026-11-26-s27-h100-sell-f64-tie-*:
+// (f64 untied, H100, two rounds, 16 SELL matrices, 2026-11-26, docs/gpu-notes.md:
 // 0.995x the time in geometric mean, banded:300000:100 0.971x, random geometric graphs
-// 0.987x-0.994x, circuits 1.000x-1.009x; on the H200 the untied batches of round 2 had been
+// 0.987x-0.994x, circuits 1.000x-1.009x; on the H200 the untied batches of a second run had been
 // faster there too).
 template <unsigned BATCH, bool FULL, bool STREAM, bool TIE, typename T, typename S, typename C>
 __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, const T* __restrict__ x, S slot,
@@ -280,7 +280,7 @@ __device__ __forceinline__ void slot_batch(C cols, const T* __restrict__ vals, c
 // The sum of one row's `width` slots slot, slot + stride, ... (ELL and SELL; `width` is the
 // same for every thread of a warp): whole batches of BATCH slots, then one batch of the
 // slots left, each batch's loads before its gathers. The products are added in slot order.
-// Before session 27 the loop was `#pragma unroll 4` over single slots: its remainder loop
+// Before 2026-11-26 the loop was `#pragma unroll 4` over single slots: its remainder loop
 // waited for each slot's column before loading the slot's value and x: about half of the
 // stall samples on lap3d:150 (7 slots), a quarter on circuit:3000000 and a fifth on
 // geo:4000000 were in that loop. H200, against it (same runs as above): circuits

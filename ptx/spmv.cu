@@ -46,7 +46,7 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // The simple loop waits on each entry's loads before it issues the next one's (the loop's
 // exit test comes first), so a row's time follows its length times the memory latency,
 // which too few warps cannot hide. Measured on an H100 (the device tool gave no H200 that
-// day; 2026-11-26, `spgpu bench`; docs/gpu-notes.md, session 21): on 80 random matrices of
+// day; 2026-11-26, `spgpu bench`; docs/gpu-notes.md): on 80 random matrices of
 // 2000 to 32000 rows of 128 to 2500 entries, every TPR, batching every row took rows of
 // 400-2500 entries on up to 8000 rows to 0.51-0.97x their time (uniform:2000:2000000:1000
 // f64, 16 threads per row: 55.0 -> 29.0 us) but lost up to 14% on rows of 4 to 16 entries
@@ -57,7 +57,7 @@ __device__ __forceinline__ void csr_scalar(unsigned nrows, const O* __restrict__
 // only: repeated calls give the same bits.)
 // With 16-bit columns (I = unsigned short) every row of at least SPGPU_VECTOR_BATCH_STEPS * TPR
 // entries is batched, however many threads the launch has: on 13 bands of 301 to 4001
-// entries per row on 8000 to 100000 rows (H100, 2026-11-26, docs/gpu-notes.md session 22)
+// entries per row on 8000 to 100000 rows (H100, 2026-11-26, docs/gpu-notes.md)
 // the batched loop on 16-bit columns took 0.55x-0.78x the time of the 32-bit simple loop
 // (banded:22000:1200 f32, 32 threads per row: 174.4 -> 120.0 us), whereas the simple loop
 // on 16-bit columns was up to 1.26x slower than on 32-bit ones (which is why the upload
@@ -82,7 +82,7 @@ __device__ __forceinline__ unsigned csr_col(unsigned short d, unsigned row) { re
 // I: how the columns are stored (csr_col). The columns come as a plain restrict pointer, not
 // in a reader struct as for ELL and SELL: with the struct, nvcc 11.8 compiled the 32-bit
 // batched loop differently (no software pipelining of the next batch's loads), up to 1.49x
-// slower in f32 on an H100 (2026-11-26, session 22).
+// slower in f32 on an H100 (2026-11-26).
 template <typename T, unsigned TPR, typename O, typename I>
 __device__ __forceinline__ void csr_vector(unsigned nrows, const O* __restrict__ row_offsets,
                                            const I* __restrict__ col_indices, const T* __restrict__ values,
@@ -177,7 +177,7 @@ __device__ __forceinline__ void ell(unsigned nrows, unsigned width, C cols, cons
 #define SPGPU_BALANCED_ENTRIES 1024
 // Rows per stream block of SPGPU_BLOCK threads at most (BLOCK_ROWS in src/gpu/balance.rs): 2
 // per thread, so that graphs of a few entries per row (and many empty rows) fill their blocks
-// with entries. On the H200 (2026-11-26, session 26, against 256 rows) this took rmat:24:2
+// with entries. On the H200 (2026-11-26, against 256 rows) this took rmat:24:2
 // from 412.8 to 382.9 us (f32) and 476.4 to 458.4 (f64), rmat:22:2:3 f32 from 85.9 to 80.2;
 // 4 rows per thread gained less (rmat:24:2 f32 394.3 against 382.8) and 8 lost (454.1). The
 // 512-thread shape keeps one row per thread.
@@ -239,7 +239,7 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, unsigned tid, acc_t* warp_su
 // Loads entries tid + k * BT (k < PER) of cols and vals below n into c and v (coalesced
 // across the BT threads of the row block, evict-first: read once, ld_stream); zeros past n.
 // For the chunks of long rows (chunk_sum). Their loads are not tied (`tied`, common.cuh): on the
-// H200 (session 28) the tie made the SELL kernel 2-4% slower on the circuits, whose few long
+// H200 (2026-11-27) the tie made the SELL kernel 2-4% slower on the circuits, whose few long
 // rows are chunks.
 template <typename T, unsigned PER, unsigned BT>
 __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, const T* __restrict__ vals,
@@ -253,7 +253,7 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
 }
 
 // A stream block's entries in aligned quads (the balanced kernels' stream blocks, since
-// session 29): the block's window starts at its first entry rounded down to a multiple of 4
+// 2026-11-27): the block's window starts at its first entry rounded down to a multiple of 4
 // (`base`, whose columns and values are 16-byte aligned, as every device array starts
 // 256-byte aligned), and thread tid loads the window's entries 4 * tid .. 4 * tid + 3 with
 // one vector load of columns and one of values (two in f64) instead of four each. Entries
@@ -263,8 +263,8 @@ __device__ __forceinline__ void load_entries(const unsigned* __restrict__ cols, 
 // entry: a quad that m cuts is loaded entry by entry). With TIE (the 512-thread kernels),
 // each column is tied to its value's load (`tied`, common.cuh): without the tie ptxas had
 // issued those kernels' value loads only after the first gathers, which wait for the
-// columns (session 28). With the vector loads the tie still pays there in f64 and costs
-// the 256-thread kernels (H100, two rounds, perf/2026-11-27-s29-h100-quads-tie-ab-*: untied,
+// columns (2026-11-27). With the vector loads the tie still pays there in f64 and costs
+// the 256-thread kernels (H100, two rounds, 2026-11-27, docs/gpu-notes.md: untied,
 // the web-like graphs 1.009x-1.013x the time in f64 and within 0.5% in f32; the 256-thread
 // kernels 0.979x-1.000x, rmat:22:8:7 0.979x-0.984x).
 template <typename T, bool TIE>
@@ -300,7 +300,7 @@ __device__ __forceinline__ void load_quad(const unsigned* __restrict__ cols, con
 // 8 shared-memory wavefronts where its 256 bytes need 2; rotated, the 32 lanes cover every
 // pair of banks twice. (On the H100 the rotation changed little: the web-like graphs
 // 0-1% faster than with the stores in order, rmat:22:8:7 as slow; docs/gpu-notes.md,
-// session 29.)
+// 2026-11-27.)
 template <typename T, typename X, typename Sync>
 __device__ __forceinline__ void quad_products(unsigned (&c)[4], T (&v)[4], unsigned lo, unsigned m, X xv,
                                               unsigned tid, acc_t* prod, Sync sync) {
@@ -335,9 +335,9 @@ __device__ __forceinline__ void quad_products(unsigned (&c)[4], T (&v)[4], unsig
 
 // A sparse stream block's entries (more rows than threads, balanced_block): thread tid loads
 // the window entries tid + k * BT (k < 4) from lo to m, each column tied to its value's load
-// (`tied`, common.cuh), as every stream block did before session 29's quads. Such blocks hold
+// (`tied`, common.cuh), as every stream block did before the quads (2026-11-27). Such blocks hold
 // a few hundred entries, which quads leave to the first warps of the block: on the H200
-// (session 31, two rounds, perf/2026-11-27-s31-h200-strided-ab-*) loading them in quads had
+// (2026-11-27, two rounds, docs/gpu-notes.md) loading them in quads had
 // made rmat:24:2 f64 1.08x slower than the strided loads of the build before; strided again,
 // rmat:24:2 f64 ran 0.93x the quads' time, rmat:23:4:3 f64 0.98x, rmat:22:8:7 1.01x, the
 // power-law graphs within 0.7%.
@@ -569,7 +569,7 @@ __device__ __forceinline__ void balanced_block(unsigned b, unsigned tid, acc_t* 
     // offsets: both need only the block's bounds, so both are in flight at once, and the
     // gathers of x follow one round trip later. (With the offsets read first and the entries
     // under a branch on alpha, ptxas waited for the offsets before it issued the entries'
-    // loads: the Nsight Compute profile of web:4000000 f32 on the H200, session 27, had 12%
+    // loads: the Nsight Compute profile of web:4000000 f32 on the H200 (2026-11-26) had 12%
     // of the stall samples on the bounds and offsets, read in three round trips.) Neither
     // the matrix nor x is read when alpha == 0 (m = 0, no group active).
     const unsigned r0 = row_tag;

@@ -6,8 +6,9 @@
 //! products, bit for bit, as SELL made on the host (`SPGPU_DEVICE_CONVERSION=0`), its far
 //! columns' table included.
 //!
-//! One test function: it sets `SPGPU_DEVICE_CONVERSION` for its own uploads, which no other
-//! test of this binary may see. It skips with a printed line when there is no GPU, and fails
+//! The host's conversion is asked for through the upload's tuning
+//! ([`Tuning::device_conversion`](spgpu::gpu::Tuning::device_conversion)), as
+//! `SPGPU_DEVICE_CONVERSION=0` would. It skips with a printed line when there is no GPU, and fails
 //! instead when `SPGPU_REQUIRE_GPU=1`.
 
 mod common;
@@ -16,7 +17,7 @@ use common::gpu;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spgpu::gpu::DEVICE_CONVERSION_ENV;
-use spgpu::gpu::{DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
+use spgpu::gpu::{DeviceCsr, DeviceEll, DeviceVector, KernelChoice, Tuning, UploadOptions};
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
 /// `nrows x ncols`, row lengths uniform in `0..=max_len` (at most `ncols`), columns either
@@ -101,22 +102,23 @@ fn check<T: Scalar>(name: &str, a: &CsrMatrix<T>, ctx: &'static spgpu::gpu::Cont
     let d_x = DeviceVector::from_slice(ctx, &x).unwrap();
     let mut results: Vec<(Converted<T>, Converted<T>)> = Vec::new();
     for device in ["1", "0"] {
-        std::env::set_var(DEVICE_CONVERSION_ENV, device);
+        let tuning = Tuning { device_conversion: (device == "0").then_some(false), ..Tuning::from_env() };
         let what = format!("{name} ({}), {DEVICE_CONVERSION_ENV}={device}", T::NAME);
         let ell = want.as_ref().map(|want| {
-            let d = DeviceEll::from_csr(ctx, a).unwrap();
+            let d = DeviceEll::from_csr_tuned(ctx, a, &tuning).unwrap();
             let got = d.download().unwrap();
             assert_eq!(got.col_indices(), want.col_indices(), "{what}: slot columns");
             assert!(same_bits(got.values(), want.values()), "{what}: slot values");
             let y = product(&what, &|x, y| d.spmv(T::ONE, x, T::ZERO, y).unwrap(), &d_x, &y_ref);
             // the plan's upload (ELL storage) converts the same way
-            let c = DeviceCsr::upload_with(ctx, a, KernelChoice::Ell).unwrap();
+            let c =
+                DeviceCsr::upload_with(ctx, a, UploadOptions::kernel(KernelChoice::Ell).with_tuning(tuning)).unwrap();
             assert_eq!(&c.download().unwrap(), a, "{what}: the CSR download of ELL storage");
             let y2 = product(&what, &|x, y| c.spmv(T::ONE, x, T::ZERO, y).unwrap(), &d_x, &y_ref);
             assert!(same_bits(&y, &y2), "{what}: DeviceCsr stored as ELL differs from DeviceEll");
             (d.narrow_columns(), y)
         });
-        let sell = match DeviceCsr::upload_with(ctx, a, KernelChoice::Sell) {
+        let sell = match DeviceCsr::upload_with(ctx, a, UploadOptions::kernel(KernelChoice::Sell).with_tuning(tuning)) {
             Ok(s) => {
                 assert_eq!(&s.download().unwrap(), a, "{what}: the CSR download of SELL storage");
                 let y = product(&format!("{what}, SELL"), &|x, y| s.spmv(T::ONE, x, T::ZERO, y).unwrap(), &d_x, &y_ref);
@@ -130,7 +132,6 @@ fn check<T: Scalar>(name: &str, a: &CsrMatrix<T>, ctx: &'static spgpu::gpu::Cont
         };
         results.push((ell, sell));
     }
-    std::env::remove_var(DEVICE_CONVERSION_ENV);
     for (form, on_device, on_host) in [("ELL", &results[0].0, &results[1].0), ("SELL", &results[0].1, &results[1].1)] {
         match (on_device, on_host) {
             (Some((n0, y0)), Some((n1, y1))) => {

@@ -5,17 +5,16 @@
 //! (bit-identical: `SPGPU_NARROW_COLUMNS=0` forces it), through downloads, and through CG's
 //! fused ELL kernel.
 //!
-//! One test function: it sets `SPGPU_NARROW_COLUMNS` for its own uploads, which no other
-//! test of this binary may see. It skips with a printed line when there is no GPU, and fails
-//! instead when `SPGPU_REQUIRE_GPU=1`.
+//! The 32-bit form is asked for through the upload's tuning ([`Tuning::narrow_columns`]),
+//! as `SPGPU_NARROW_COLUMNS=0` would. It skips with a printed line when there is no GPU, and
+//! fails instead when `SPGPU_REQUIRE_GPU=1`.
 
 mod common;
 use common::gpu;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spgpu::gpu::narrow::NARROW_COLUMNS_ENV;
-use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice};
+use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, Tuning, UploadOptions};
 use spgpu::solver::{cg, CgParams, Device};
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
@@ -69,13 +68,9 @@ fn with_long_row<T: Scalar>(a: &CsrMatrix<T>, long: usize, len: usize) -> CsrMat
     CsrMatrix::try_from_parts(n, n, off, cols, vals).unwrap()
 }
 
-/// Sets or clears `SPGPU_NARROW_COLUMNS=0` (this binary's only test reads it).
-fn narrow_allowed(allowed: bool) {
-    if allowed {
-        std::env::remove_var(NARROW_COLUMNS_ENV);
-    } else {
-        std::env::set_var(NARROW_COLUMNS_ENV, "0");
-    }
+/// The environment's tuning, with narrow columns allowed or not (`SPGPU_NARROW_COLUMNS=0`).
+fn narrow_allowed(allowed: bool) -> Tuning {
+    Tuning { narrow_columns: (!allowed).then_some(false), ..Tuning::from_env() }
 }
 
 /// `y = alpha A x + beta y0` on the device, checked against the reference
@@ -123,16 +118,16 @@ fn uploads<T: Scalar>(ctx: &'static Context) {
     ];
     for (name, a, choice, narrow, nfar) in cases {
         let what = format!("{name}, {}", T::NAME);
-        narrow_allowed(true);
-        let d = DeviceCsr::upload_with(ctx, a, choice).unwrap();
+        let d =
+            DeviceCsr::upload_with(ctx, a, UploadOptions::kernel(choice).with_tuning(narrow_allowed(true))).unwrap();
         assert_eq!(d.plan().narrow_columns(), narrow, "{what}: {}", d.plan().explain());
         assert_eq!(d.plan().far_columns(), nfar, "{what}: {}", d.plan().explain());
         assert_eq!(d.plan().explain().contains("16-bit offsets"), narrow, "{what}");
         assert_eq!(d.download().unwrap(), *a, "{what}: download");
-        narrow_allowed(false);
-        let wide = DeviceCsr::upload_with(ctx, a, choice).unwrap();
+        let wide =
+            DeviceCsr::upload_with(ctx, a, UploadOptions::kernel(choice).with_tuning(narrow_allowed(false))).unwrap();
         assert!(!wide.plan().narrow_columns(), "{what}: {}", wide.plan().explain());
-        narrow_allowed(true);
+        assert!(wide.plan().explain().contains("override: SPGPU_NARROW_COLUMNS=0"), "{what}");
         // narrow slots take 2 bytes fewer each, a far column's table entry 4
         let slots = (wide.device_bytes() + 4 * nfar - d.device_bytes()) / 2;
         assert_eq!(slots > 0, narrow, "{what}: {} against {} bytes", d.device_bytes(), wide.device_bytes());
@@ -146,14 +141,15 @@ fn uploads<T: Scalar>(ctx: &'static Context) {
     }
     // DeviceEll, from CSR and from a host ELLPACK matrix
     let e = EllMatrix::try_from_csr(&near).unwrap();
-    for d in [DeviceEll::from_csr(ctx, &near).unwrap(), DeviceEll::upload(ctx, &e).unwrap()] {
+    let on = narrow_allowed(true);
+    for d in [DeviceEll::from_csr_tuned(ctx, &near, &on).unwrap(), DeviceEll::upload_tuned(ctx, &e, &on).unwrap()] {
         assert!(d.narrow_columns() && d.plan().narrow_columns(), "{}", T::NAME);
-        assert!(d.col_indices_ptr().is_null() && !d.col_offsets_ptr().is_null());
+        assert!(d.col_indices_addr() == 0 && d.col_offsets_addr() != 0);
         assert_eq!(d.download().unwrap(), e, "DeviceEll download, {}", T::NAME);
     }
     let e = EllMatrix::try_from_csr(&far).unwrap();
-    let d = DeviceEll::upload(ctx, &e).unwrap();
-    assert!(!d.narrow_columns() && !d.col_indices_ptr().is_null() && d.col_offsets_ptr().is_null());
+    let d = DeviceEll::upload_tuned(ctx, &e, &on).unwrap();
+    assert!(!d.narrow_columns() && d.col_indices_addr() != 0 && d.col_offsets_addr() == 0);
     assert_eq!(d.download().unwrap(), e);
 }
 
@@ -170,8 +166,7 @@ fn cg_on_both<T: Scalar>(ctx: &'static Context) {
     let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
     let mut runs = Vec::new();
     for allowed in [true, false] {
-        narrow_allowed(allowed);
-        let d_a = DeviceEll::from_csr(ctx, &a).unwrap();
+        let d_a = DeviceEll::from_csr_tuned(ctx, &a, &narrow_allowed(allowed)).unwrap();
         assert_eq!(d_a.narrow_columns(), allowed);
         let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
         let report = cg(&device, &d_a, &d_b, &mut d_x, &params).unwrap();
@@ -180,7 +175,6 @@ fn cg_on_both<T: Scalar>(ctx: &'static Context) {
         assert!(err < if T::BYTES == 4 { 1e-2 } else { 1e-7 }, "{}: max error {err}", T::NAME);
         runs.push((report.iterations, bits(&x)));
     }
-    narrow_allowed(true);
     assert!(runs[0].0 > 1);
     assert_eq!(runs[0], runs[1], "{}: narrow and 32-bit CG differ", T::NAME);
 }

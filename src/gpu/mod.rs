@@ -11,10 +11,36 @@
 //! - `spmv(alpha, &x, beta, &mut y)` computes `y = alpha*A*x + beta*y` on the context's
 //!   stream, without synchronizing. `beta == 0` never reads `y`; `alpha == 0` never reads
 //!   `A` or `x`.
-//! - [`SpmvPlan`] is the one place where the kernel and the device storage of a CSR matrix
-//!   are chosen from its row statistics (scalar or vector CSR, the load-balanced CSR kernel of
-//!   [`balance`], ELL, or the SELL-C-σ storage of [`sell`]; see its docs for the rule); it
-//!   can be built without a GPU and [`SpmvPlan::explain`]s its choice.
+//! - [`SpmvPlan`] says which kernel and which device storage run a CSR matrix, and
+//!   [`SpmvPlan::explain`]s why. It can be made without a GPU.
+//!
+//! # Layers
+//!
+//! The folders of `gpu/` are layers; each file imports only from its own layer and those
+//! below it (`tests/layers.rs` reads the sources and checks it):
+//!
+//! - `runtime/`: the CUDA driver ([`driver`]), the [`Context`] and its [`DeviceInfo`],
+//!   streams, device memory, vectors and the PTX modules.
+//! - `plan/`: the rules, pure. Row statistics, the columns' layout and counts, the device's
+//!   facts and the [`Tuning`] in; decisions out: the kernel ([`SpmvPlan`], whose docs give
+//!   the rule), the row-block shape, chunk-major order and the L2 prefetch of the balanced
+//!   kernel ([`balance`]), hot columns ([`hot`]), column parts ([`split`]) and 16-bit
+//!   columns ([`narrow`]). Every threshold lives there, next to the measurement it came from.
+//! - `kernels/`: one launcher per kernel and the one function that names them
+//!   ([`kernel_name`]).
+//! - `storage/`: [`DeviceCsr`], [`DeviceEll`], SELL-C-σ ([`sell`]), row blocks, hot columns,
+//!   column parts and narrow columns on the device. An upload asks the plan at each step and
+//!   carries out its answer; some answers need what only the device can give (the columns'
+//!   counts, the hot-column kernel's shared memory and occupancy), which the upload finds
+//!   and passes to the plan's rule. The upload's decisions after the kernel rule (balanced
+//!   in place of SELL where the balanced kernel would keep hot columns, column parts, SELL's
+//!   padding, the row-block shape) are ordered by one function of `plan/`
+//!   (`plan::upload::decide`), which asks the storage layer for what only the device or a
+//!   layout can tell (the hot-column kernel's limits, the columns' counts, SELL's slots).
+//!
+//! Every `SPGPU_*` override of the rules is read once into [`Tuning::from_env`]; the same
+//! overrides can be set in code through [`UploadOptions`], and [`SpmvPlan::explain`] names
+//! those in force.
 //!
 //! # Threading model
 //!
@@ -80,32 +106,25 @@
 //! # Ok::<(), spgpu::Error>(())
 //! ```
 
-pub mod balance;
-mod context;
-pub(crate) mod csr;
-pub mod driver;
-mod ell;
-pub mod hot;
 pub(crate) mod kernels;
-pub(crate) mod memory;
-mod module;
-pub mod narrow;
-mod plan;
-mod positions;
-pub mod sell;
-pub mod split;
-pub(crate) mod stream;
-mod vector;
+pub(crate) mod plan;
+pub(crate) mod runtime;
+pub(crate) mod storage;
 
-pub use context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV, PORTABLE_PTX_ENV};
-pub use csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
-pub use ell::{DeviceEll, DEVICE_CONVERSION_ENV};
 #[doc(hidden)]
 pub use kernels::all_kernel_names;
 pub use kernels::{kernel_name, kernel_name_64, GpuKernel};
-pub use memory::PINNED_STAGING_ENV;
-pub use module::ModuleId;
-pub use plan::{ColumnLayout, KernelChoice, SpmvKernel, SpmvPlan, VECTOR_THREADS_PER_ROW};
-pub use positions::positions_need_64_bits;
-pub use stream::{Event, Stream};
-pub use vector::DeviceVector;
+pub use plan::{ColumnLayout, KernelChoice, SpmvKernel, SpmvPlan, Tuning, UploadOptions, VECTOR_THREADS_PER_ROW};
+pub use runtime::context::{Context, DeviceInfo, DEVICE_ENV, MEMORY_POOLS_ENV, PORTABLE_PTX_ENV};
+pub use runtime::driver;
+pub use runtime::memory::PINNED_STAGING_ENV;
+pub use runtime::module::ModuleId;
+pub use runtime::positions::positions_need_64_bits;
+pub use runtime::stream::{Event, Stream};
+pub use runtime::vector::DeviceVector;
+pub use storage::csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
+pub use storage::ell::{DeviceEll, DEVICE_CONVERSION_ENV};
+pub use storage::{balance, hot, narrow, sell, split};
+
+// the paths the solver uses
+pub(crate) use runtime::{memory, stream};

@@ -313,7 +313,8 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 let mut choice = KernelChoice::Auto;
                 if args.format == "csr" {
                     let stats = a.row_stats();
-                    let columns = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto);
+                    let columns =
+                        SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
                     let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Auto, columns)?;
                     if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
                         choice = KernelChoice::Balanced;

@@ -115,7 +115,7 @@ pub fn run(args: Args) -> CliResult {
     column_reads(&a)?;
     // The plan the GPU code would choose (warp of 32) for f64 values; its text starts
     // "SpMV plan:". A rule that depends on the element type may choose otherwise for f32.
-    let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto);
+    let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
     let plan = SpmvPlan::with_columns::<f64>(&stats, 32, KernelChoice::Auto, hint)?;
     outln!("{}", plan.explain().trim_end())?;
     let single = SpmvPlan::with_columns::<f32>(&stats, 32, KernelChoice::Auto, hint)?;

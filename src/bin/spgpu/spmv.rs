@@ -128,7 +128,7 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         Err(e) if e.is_no_device() => {
             outln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6)?;
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
-                let hint = SpmvPlan::column_layout(&a, &stats, choice);
+                let hint = SpmvPlan::column_layout(&a, &stats, choice, &spgpu::gpu::Tuning::from_env());
                 outln!("{}", SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?.explain())?;
             }
             return Ok(());

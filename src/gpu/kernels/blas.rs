@@ -18,11 +18,15 @@ use cust::function::Function;
 use cust::launch;
 use cust::memory::DevicePointer;
 
+use super::arrays::{CsrArrays, EllArrays};
 use super::{index, BLOCK};
 use crate::error::DriverError;
-use crate::gpu::memory::DeviceMemory;
-use crate::gpu::vector::check_len;
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, Stream};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::module::ModuleId;
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::check_len;
+use crate::gpu::runtime::vector::DeviceVector;
 use crate::{Error, Result, Scalar};
 
 /// Most blocks of a reduction (`CG_MAX_BLOCKS` in `ptx/cg.cu`).
@@ -59,7 +63,7 @@ pub(crate) enum CgKernel {
     SpmvCsrAlpha,
     SpmvEllAlpha,
     /// [`SpmvEllAlpha`](CgKernel::SpmvEllAlpha) on 16-bit column offsets
-    /// ([`narrow`](crate::gpu::narrow)).
+    /// ([`narrow`](crate::gpu::storage::narrow)).
     SpmvEll16Alpha,
     Update,
     Rho,
@@ -302,7 +306,7 @@ pub(crate) fn spmv_csr_alpha<T: Scalar>(
     stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     p: &DeviceVector<T>,
     q: &mut DeviceVector<T>,
 ) -> Result<()> {
@@ -313,11 +317,10 @@ pub(crate) fn spmv_csr_alpha<T: Scalar>(
     let grid = cg_grid(a.nrows());
     ctx.make_current()?;
     let f = k.get(CgKernel::SpmvCsrAlpha);
-    let m = match a.csr_ptrs() {
-        Some(m) if !m.offsets_64_bit => m,
+    let (offsets, cols, vals) = match a.plain_csr() {
+        Some((false, offsets, cols, vals)) => (offsets, cols, vals),
         _ => return Err(Error::InvalidArgument("cg spmv: the fused kernel needs CSR with 32-bit offsets".into())),
     };
-    let (offsets, cols, vals) = (m.row_offsets, m.col_indices, m.values);
     let (pp, qp) = (p.as_device_ptr(), q.as_device_ptr());
     let (s, parts, ticket) = (ws.slots.as_device_ptr(), ws.partials.as_device_ptr(), ws.ticket.as_device_ptr());
     // SAFETY: cg_spmv_csr_alpha_<T>(unsigned nrows, const unsigned* offsets, const unsigned*
@@ -335,7 +338,7 @@ pub(crate) fn spmv_ell_alpha<T: Scalar>(
     stream: &Stream,
     k: &CgKernels<'_>,
     ws: &mut Workspace,
-    a: &DeviceEll<T>,
+    a: &impl EllArrays<T>,
     p: &DeviceVector<T>,
     q: &mut DeviceVector<T>,
 ) -> Result<()> {

@@ -4,14 +4,20 @@
 //! converts sizes with `u32::try_from`, and launches on the context's stream without
 //! synchronizing. The kernels' sources are in `ptx/`.
 
+pub(crate) mod arrays;
 pub(crate) mod blas;
 pub(crate) mod spmv;
 
-use super::{ModuleId, SpmvKernel};
+use crate::gpu::runtime::module::ModuleId;
+
+use crate::gpu::plan::SpmvKernel;
 use crate::{Error, Result};
 
 /// Threads per block of every launch (`SPGPU_BLOCK` in `ptx/common.cuh`).
 pub(crate) const BLOCK: u32 = 256;
+
+/// Threads per block of the hot-column kernel (`SPGPU_HOT_GROUPS * SPGPU_BLOCK`).
+pub(crate) const HOT_THREADS: u32 = 4 * BLOCK;
 
 /// A GPU kernel of spgpu, independent of its element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,12 +27,12 @@ pub enum GpuKernel {
     Spmv(SpmvKernel),
     /// The ELL, SELL or vector CSR kernel reading 16-bit column offsets (`spmv_ell16_<T>`,
     /// `spmv_sell16_<T>`, `spmv_csr16_vector_tpr<N>_<T>`, each with a 64-bit variant; module
-    /// [`ModuleId::Spmv`]; see [`narrow`](super::narrow)). Only [`SpmvKernel::Ell`],
+    /// [`ModuleId::Spmv`]; see [`narrow`](crate::gpu::storage::narrow)). Only [`SpmvKernel::Ell`],
     /// [`SpmvKernel::Sell`] and [`SpmvKernel::Vector`] have one.
     Narrow(SpmvKernel),
     /// The SELL kernel reading 16-bit column offsets and a table of far columns
     /// (`spmv_sell16f_<T>`, with a 64-bit variant; module [`ModuleId::Spmv`]; see
-    /// [`narrow::far_columns`](super::narrow::far_columns)).
+    /// [`narrow::far_columns`](crate::gpu::storage::narrow::far_columns)).
     SellFar,
     /// `y[i] = value` for a dense vector (module [`ModuleId::Spmv`]).
     FillVector,
@@ -37,16 +43,16 @@ pub enum GpuKernel {
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedHot,
     /// The balanced kernel with row blocks of this many threads, one of the other shapes of
-    /// [`RowShape::ALL`](super::balance::RowShape::ALL) (`spmv_csr_balanced<threads>_<T>`,
+    /// [`RowShape::ALL`](crate::gpu::balance::RowShape::ALL) (`spmv_csr_balanced<threads>_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedShape(u32),
     /// The balanced kernel for row blocks whose chunks come in chunk-major order
-    /// ([`RowBlocks::sweep`](super::balance::RowBlocks::sweep); `spmv_csr_balanced_sweep_<T>`,
+    /// ([`RowBlocks::sweep`](crate::gpu::storage::balance::RowBlocks::sweep); `spmv_csr_balanced_sweep_<T>`,
     /// with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedSweep,
     /// The balanced kernel with row blocks of this many threads (a shape of
-    /// [`RowShape::ALL`](super::balance::RowShape::ALL)), gathering `x` with a 128-byte L2
-    /// prefetch hint ([`balance::prefetch_x`](super::balance::prefetch_x);
+    /// [`RowShape::ALL`](crate::gpu::balance::RowShape::ALL)), gathering `x` with a 128-byte L2
+    /// prefetch hint ([`balance::prefetch_x`](crate::gpu::balance::prefetch_x);
     /// `spmv_csr_balanced_px_<T>` for the default shape, `spmv_csr_balanced<threads>_px_<T>`
     /// for the others, each with a 64-bit variant; module [`ModuleId::Spmv`]).
     BalancedPrefetch(u32),
@@ -58,14 +64,14 @@ pub enum GpuKernel {
     /// (`ell_from_csr_<T>`, or `ell16_from_csr_<T>` for narrow slots when `narrow`; module
     /// [`ModuleId::Spmv`]).
     EllFromCsr {
-        /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
+        /// Whether the slots store 16-bit column offsets ([`narrow`](crate::gpu::storage::narrow)).
         narrow: bool,
     },
     /// SELL-C-σ slots from CSR arrays on the device, the upload's conversion
     /// (`sell_from_csr_<T>`, or `sell16_from_csr_<T>` for narrow slots when `narrow`; module
     /// [`ModuleId::Spmv`]).
     SellFromCsr {
-        /// Whether the slots store 16-bit column offsets ([`narrow`](super::narrow)).
+        /// Whether the slots store 16-bit column offsets ([`narrow`](crate::gpu::storage::narrow)).
         narrow: bool,
     },
     /// SELL-C-σ slots with 16-bit offsets and a table of far columns from CSR arrays on the
@@ -135,13 +141,15 @@ impl GpuKernel {
             GpuKernel::SellFarFromCsr,
         ];
         all.extend(
-            super::balance::RowShape::ALL
+            crate::gpu::plan::balance::RowShape::ALL
                 .iter()
-                .filter(|&&s| s != super::balance::RowShape::DEFAULT)
+                .filter(|&&s| s != crate::gpu::plan::balance::RowShape::DEFAULT)
                 .map(|s| GpuKernel::BalancedShape(s.threads as u32)),
         );
-        all.extend(super::balance::RowShape::ALL.iter().map(|s| GpuKernel::BalancedPrefetch(s.threads as u32)));
-        for threads_per_row in super::plan::VECTOR_THREADS_PER_ROW {
+        all.extend(
+            crate::gpu::plan::balance::RowShape::ALL.iter().map(|s| GpuKernel::BalancedPrefetch(s.threads as u32)),
+        );
+        for threads_per_row in crate::gpu::plan::VECTOR_THREADS_PER_ROW {
             all.push(GpuKernel::Spmv(SpmvKernel::Vector { threads_per_row }));
             all.push(GpuKernel::Narrow(SpmvKernel::Vector { threads_per_row }));
         }
@@ -192,7 +200,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::BalancedHot => format!("spmv_csr_hot_{scalar}"),
         GpuKernel::BalancedShape(threads) => format!("spmv_csr_balanced{threads}_{scalar}"),
         GpuKernel::BalancedSweep => format!("spmv_csr_balanced_sweep_{scalar}"),
-        GpuKernel::BalancedPrefetch(threads) if threads as usize == super::balance::BLOCK_THREADS => {
+        GpuKernel::BalancedPrefetch(threads) if threads as usize == crate::gpu::plan::balance::BLOCK_THREADS => {
             format!("spmv_csr_balanced_px_{scalar}")
         }
         GpuKernel::BalancedPrefetch(threads) => format!("spmv_csr_balanced{threads}_px_{scalar}"),
@@ -236,7 +244,7 @@ pub(crate) fn spmv_kernel_name(kernel: SpmvKernel, scalar: &str, wide: bool) -> 
 /// `wide`), or [`GpuKernel::BalancedPrefetch`] of the shape when `prefetch` (blocks in row
 /// order only: chunk-major blocks have no such variant).
 pub(crate) fn balanced_kernel_name(
-    shape: super::balance::RowShape,
+    shape: crate::gpu::plan::balance::RowShape,
     sweep: bool,
     prefetch: bool,
     scalar: &str,
@@ -246,7 +254,7 @@ pub(crate) fn balanced_kernel_name(
         kernel_name(GpuKernel::BalancedSweep, scalar) + if wide { "_i64" } else { "" }
     } else if prefetch {
         kernel_name(GpuKernel::BalancedPrefetch(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
-    } else if shape == super::balance::RowShape::DEFAULT {
+    } else if shape == crate::gpu::plan::balance::RowShape::DEFAULT {
         spmv_kernel_name(SpmvKernel::Balanced, scalar, wide)
     } else {
         kernel_name(GpuKernel::BalancedShape(shape.threads as u32), scalar) + if wide { "_i64" } else { "" }
@@ -315,7 +323,7 @@ pub(crate) fn blocks(n: usize, per_block: u32) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::SpmvPlan;
+    use crate::gpu::plan::SpmvPlan;
 
     #[test]
     fn names_are_unique_and_follow_the_scheme() {

@@ -2,22 +2,24 @@
 
 use cust::launch;
 
+use super::arrays::{Balanced, CsrArrays, CsrOnDevice, DeviceHot, DeviceSell, EllArrays, SlotCols};
 use super::{
     balanced_kernel_name, blocks, hot_kernel_name, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel,
-    BLOCK,
+    BLOCK, HOT_THREADS,
 };
-use crate::gpu::csr::{Balanced, DeviceSell};
-use crate::gpu::hot::{DeviceHot, HOT_THREADS};
-use crate::gpu::memory::DeviceMemory;
-use crate::gpu::narrow::SlotCols;
+use crate::gpu::plan::SpmvKernel;
 use crate::gpu::plan::VECTOR_THREADS_PER_ROW;
-use crate::gpu::positions::shifted;
-use crate::gpu::vector::{check_len, ptr_of};
-use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, ModuleId, SpmvKernel, Stream};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::module::ModuleId;
+use crate::gpu::runtime::positions::shifted;
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::DeviceVector;
+use crate::gpu::runtime::vector::{check_len, ptr_of};
 use crate::{Error, Result, Scalar};
 
 /// The CSR arrays a kernel is handed: `(64-bit offsets, offsets, columns, values)`.
-fn csr_arrays<T: Scalar>(a: &DeviceCsr<T>) -> Result<(bool, u64, u64, u64)> {
+fn csr_arrays(a: &impl CsrArrays) -> Result<(bool, u64, u64, u64)> {
     a.kernel_arrays().ok_or_else(|| Error::InvalidArgument("the matrix is not stored as CSR on the device".into()))
 }
 
@@ -36,7 +38,7 @@ pub(crate) fn check_dims<T: Scalar>(
 pub(crate) fn csr_scalar<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -73,7 +75,7 @@ pub(crate) fn csr_vector<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
     threads_per_row: u32,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -116,7 +118,7 @@ pub(crate) fn csr_vector<T: Scalar>(
 /// `spmv_ell_<T>` on the context's stream.
 pub(crate) fn ell<T: Scalar>(
     ctx: &Context,
-    a: &DeviceEll<T>,
+    a: &impl EllArrays<T>,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -129,7 +131,7 @@ pub(crate) fn ell<T: Scalar>(
 pub(crate) fn ell_on<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceEll<T>,
+    a: &impl EllArrays<T>,
     alpha: T,
     x: &DeviceVector<T>,
     beta: T,
@@ -165,7 +167,7 @@ pub(crate) fn ell_on<T: Scalar>(
 /// `ell_from_csr_<T>` (`ell16_from_csr_<T>` into narrow slots): the `width * nrows` ELL slots
 /// of a validated CSR matrix whose arrays are on the device (`row_offsets` as `u64`), one
 /// thread per row. Every row must hold at most `width` entries, and, for narrow slots, every
-/// column must lie within 32767 of its row ([`fits`](crate::gpu::narrow::fits)).
+/// column must lie within 32767 of its row ([`fits`](crate::gpu::storage::narrow::fits)).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ell_from_csr<T: Scalar>(
     ctx: &Context,
@@ -211,14 +213,14 @@ pub(crate) fn ell_from_csr<T: Scalar>(
 /// slices `0..nslices` (offsets `slice_ptr`, `nslices + 1` of them as `u64`; rows `perm` in
 /// sorted order, `nsorted` of them) of a validated CSR matrix whose arrays are on the device,
 /// one thread per slot lane. Every sorted row must fit its slice's width (as
-/// [`SellLayout`](crate::gpu::sell::SellLayout) makes them), and, for narrow slots, every
+/// [`SellLayout`](crate::gpu::storage::sell::SellLayout) makes them), and, for narrow slots, every
 /// column of a sorted row must lie within 32767 of its row.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sell_from_csr<T: Scalar>(
     ctx: &Context,
     slice_ptr: &DeviceMemory<u64>,
     perm: &DeviceMemory<u32>,
-    csr: &crate::gpu::ell::CsrOnDevice<T>,
+    csr: &CsrOnDevice<T>,
     out_cols: &mut SlotCols,
     out_vals: &mut DeviceMemory<T>,
     far: Option<&DeviceMemory<u32>>,
@@ -275,7 +277,7 @@ pub(crate) fn sell_from_csr<T: Scalar>(
 pub(crate) fn csr_balanced<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     blocks: &Balanced,
     hot: Option<&DeviceHot<T>>,
     alpha: T,
@@ -341,11 +343,11 @@ pub(crate) fn csr_balanced<T: Scalar>(
                     "hot columns with chunks in chunk-major order: the hot-column kernel takes row order".into(),
                 ));
             }
-            if blocks.shape != crate::gpu::balance::RowShape::DEFAULT {
+            if blocks.shape != crate::gpu::plan::balance::RowShape::DEFAULT {
                 return Err(Error::InvalidArgument(format!(
                     "hot columns with row blocks of {} threads: the hot-column kernel takes {}",
                     blocks.shape.threads,
-                    crate::gpu::balance::RowShape::DEFAULT.threads
+                    crate::gpu::plan::balance::RowShape::DEFAULT.threads
                 )));
             }
             let nhot = index("hot columns", h.len)?;
@@ -385,7 +387,7 @@ pub(crate) fn csr_balanced<T: Scalar>(
 pub(crate) fn sell<T: Scalar>(
     ctx: &Context,
     stream: &Stream,
-    a: &DeviceCsr<T>,
+    a: &impl CsrArrays,
     s: &DeviceSell<T>,
     alpha: T,
     x: &DeviceVector<T>,
@@ -458,6 +460,20 @@ pub(crate) fn sell<T: Scalar>(
 /// Blocks of `BLOCK` threads for `threads` threads.
 fn blocks_for(threads: usize) -> Result<u32> {
     blocks(threads, BLOCK)
+}
+
+// The fill is a method of the runtime's vector, defined here, where its kernel is launched
+// (the runtime layer launches nothing).
+impl<T: Scalar> DeviceVector<T> {
+    /// Sets every element to `value`, with a kernel on the context's stream (no wait).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when the launch fails; [`Error::InvalidArgument`] when the vector is
+    /// longer than the kernels' 32-bit index allows.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        fill(self.context(), self, value)
+    }
 }
 
 /// `fill_vector_<T>`: `y[i] = value`, one thread per element.

@@ -11,8 +11,12 @@ use cust::function::Function;
 use cust::module::Module;
 use cust::CudaFlags;
 
-use super::{Event, ModuleId, Stream};
+use crate::gpu::runtime::stream::Event;
+
+use crate::gpu::runtime::module::ModuleId;
+
 use crate::error::DriverError;
+use crate::gpu::runtime::stream::Stream;
 use crate::{Error, Result};
 
 /// The environment variable that picks the CUDA device by ordinal (default 0).
@@ -46,7 +50,7 @@ pub struct DeviceInfo {
     pub sm_count: u32,
     /// The most shared memory one block can use, in bytes, when a kernel opts in
     /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on the H200): bounds
-    /// the hot columns of the balanced kernel ([`hot`](super::hot)).
+    /// the hot columns of the balanced kernel ([`hot`](crate::gpu::storage::hot)).
     pub shared_memory_per_block_optin: u32,
     /// Shared memory per SM, in bytes (228 KiB on the H200).
     pub shared_memory_per_multiprocessor: u32,
@@ -54,7 +58,7 @@ pub struct DeviceInfo {
     pub total_memory: usize,
     /// The L2 cache in bytes (50 MiB on the H100, 60 MiB on the H200): bounds the `x` that the
     /// balanced kernel gathers with an L2 prefetch
-    /// ([`balance::prefetch_x`](super::balance::prefetch_x)).
+    /// ([`balance::prefetch_x`](crate::gpu::balance::prefetch_x)).
     pub l2_cache_bytes: usize,
 }
 
@@ -67,13 +71,13 @@ pub struct DeviceInfo {
 /// thread first. All of spgpu's work goes to its one [`stream`](Context::stream), in the
 /// order the calls are made; launches return without waiting for the GPU, and only copies
 /// to the host, [`synchronize`](Context::synchronize) and [`time`](Context::time) wait.
-/// See [the threading model](super#threading-model).
+/// See [the threading model](crate::gpu#threading-model).
 #[derive(Debug)]
 pub struct Context {
     // Field order is drop order; the context is never dropped in practice (it lives in a
     // static), but modules, buffers and the stream belong before the context they live in.
     modules: Vec<Module>,
-    staging: Option<std::sync::Mutex<super::memory::Staging>>,
+    staging: Option<std::sync::Mutex<crate::gpu::runtime::memory::Staging>>,
     stream: Stream,
     info: DeviceInfo,
     memory_pools: bool,
@@ -126,14 +130,14 @@ fn prefer_l1(modules: &[Module]) -> Result<()> {
     let spmv = &modules[ModuleId::Spmv.index()];
     for scalar in ["f32", "f64"] {
         // (shape, chunk-major, prefetching gathers): every balanced kernel
-        let shapes = super::balance::RowShape::ALL
+        let shapes = crate::gpu::plan::balance::RowShape::ALL
             .into_iter()
             .flat_map(|s| [(s, false, false), (s, false, true)])
-            .chain([(super::balance::RowShape::DEFAULT, true, false)]);
+            .chain([(crate::gpu::plan::balance::RowShape::DEFAULT, true, false)]);
         for (wide, (shape, sweep, prefetch)) in
             [false, true].into_iter().flat_map(|w| shapes.clone().map(move |s| (w, s)))
         {
-            let name = super::kernels::balanced_kernel_name(shape, sweep, prefetch, scalar, wide);
+            let name = crate::gpu::kernels::balanced_kernel_name(shape, sweep, prefetch, scalar, wide);
             let function = spmv.get_function(&name).map_err(|e| Error::cuda(format!("looking up kernel {name}"), e))?;
             // SAFETY: cuFuncSetAttribute(CUfunction, attribute, int) on a function of a loaded
             // module; the carveout is a preference in 0..=100.
@@ -254,7 +258,7 @@ impl Context {
             })
             .collect::<Result<Vec<_>>>()?;
         prefer_l1(&modules)?;
-        let staging = super::memory::Staging::new()?.map(std::sync::Mutex::new);
+        let staging = crate::gpu::runtime::memory::Staging::new()?.map(std::sync::Mutex::new);
         // as the PTX says (`.target sm_NN`): build.rs may have made it for another one
         let target = ModuleId::Spmv.ptx_for(capability).lines().find_map(|l| l.trim().strip_prefix(".target "));
         let ptx_arch = target.map_or_else(|| "unknown".into(), |t| t.trim().replacen("sm_", "compute_", 1));
@@ -264,8 +268,8 @@ impl Context {
     }
 
     /// Makes this context current on the calling thread. Every spgpu entry point does this
-    /// itself; call it before using the [`stream`](Context::stream) or a
-    /// [`function`](Context::function) directly from a new thread.
+    /// itself; call it before using the [`stream`](Context::stream) or the context with
+    /// other CUDA code directly from a new thread.
     ///
     /// # Errors
     ///
@@ -274,8 +278,8 @@ impl Context {
         CurrentContext::set_current(&self.context).map_err(|e| Error::cuda("making the CUDA context current", e))
     }
 
-    /// The pinned staging buffers of large uploads ([`super::memory::Staging`]).
-    pub(crate) fn staging(&self) -> Option<&std::sync::Mutex<super::memory::Staging>> {
+    /// The pinned staging buffers of large uploads ([`crate::gpu::runtime::memory::Staging`]).
+    pub(crate) fn staging(&self) -> Option<&std::sync::Mutex<crate::gpu::runtime::memory::Staging>> {
         self.staging.as_ref()
     }
 
@@ -364,17 +368,18 @@ impl Context {
     }
 
     /// The cust context (the device's primary context).
-    pub fn cuda_context(&self) -> &CudaContext {
+    #[allow(dead_code)]
+    pub(crate) fn cuda_context(&self) -> &CudaContext {
         &self.context
     }
 
     /// A kernel of a loaded module, by its `extern "C"` name (see
-    /// [`kernel_name`](super::kernel_name)).
+    /// [`kernel_name`](crate::gpu::kernels::kernel_name)).
     ///
     /// # Errors
     ///
     /// [`Error::Cuda`] (not found) when the module has no such kernel.
-    pub fn function(&self, module: ModuleId, name: &str) -> Result<Function<'_>> {
+    pub(crate) fn function(&self, module: ModuleId, name: &str) -> Result<Function<'_>> {
         self.modules[module.index()]
             .get_function(name)
             .map_err(|e| Error::cuda(format!("looking up kernel {name} in module {}", module.stem()), e))

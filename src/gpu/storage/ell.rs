@@ -4,19 +4,24 @@ use cust::memory::DevicePointer;
 
 use rayon::prelude::*;
 
-use super::memory::DeviceMemory;
-use super::narrow::{self, SlotCols};
-use super::positions::PIECE;
-use super::vector::{download, ptr_of, upload};
-use super::{kernels, Context, DeviceVector, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
+use crate::gpu::kernels;
+pub(crate) use crate::gpu::kernels::arrays::CsrOnDevice;
+use crate::gpu::kernels::arrays::{EllArrays, SlotCols};
+use crate::gpu::plan::SpmvPlan;
+use crate::gpu::plan::Tuning;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::positions::PIECE;
+use crate::gpu::runtime::vector::DeviceVector;
+use crate::gpu::runtime::vector::{download, ptr_of, upload};
 use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
 
 /// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
 /// of row `i` at `k * nrows + i`), padding slots holding column [`ELL_PADDING`] and value
 /// zero after each row's entries, exactly as in [`EllMatrix`]. When every entry lies within
 /// 32767 of the diagonal, the columns are stored as 16-bit offsets from the row
-/// ([`narrow`](super::narrow); [`narrow_columns`](DeviceEll::narrow_columns) says which).
+/// ([`narrow`](crate::gpu::storage::narrow); [`narrow_columns`](DeviceEll::narrow_columns) says which).
 ///
 /// It can only be made by uploading a validated [`EllMatrix`] (or a [`CsrMatrix`], converted
 /// first), and always runs the ELL kernel: one thread per row, whose loads are coalesced
@@ -47,28 +52,24 @@ pub struct DeviceEll<T: Scalar> {
     plan: SpmvPlan,
 }
 
-/// Set to `0` to convert CSR to ELL on the host only (see [`DeviceEll::from_csr`]), to
-/// compare.
-pub const DEVICE_CONVERSION_ENV: &str = "SPGPU_DEVICE_CONVERSION";
+pub use crate::gpu::plan::tuning::DEVICE_CONVERSION_ENV;
 
 /// Device memory left free beyond the CSR arrays for the conversion on the device to run.
 pub(crate) const CONVERSION_MARGIN: u64 = 64 << 20;
 
-/// A CSR matrix's arrays on the device for a conversion there (row offsets as `u64`), freed
-/// (in stream order) when dropped.
-pub(crate) struct CsrOnDevice<T: Scalar> {
-    pub(crate) row_offsets: DeviceMemory<u64>,
-    pub(crate) cols: DeviceMemory<u32>,
-    pub(crate) vals: DeviceMemory<T>,
-}
-
 impl<T: Scalar> CsrOnDevice<T> {
-    /// Uploads `a`'s arrays when [`DEVICE_CONVERSION_ENV`] allows a conversion on the device
+    /// Uploads `a`'s arrays when [`Tuning::device_conversion`] allows a conversion on the device
     /// and they fit in the free device memory with `extra` bytes more (what the conversion
     /// uploads beside them) and [`CONVERSION_MARGIN`] to spare; `None` otherwise. `into`
     /// names the storage made from them, for error messages.
-    pub(crate) fn upload(ctx: &'static Context, a: &CsrMatrix<T>, extra: u64, into: &str) -> Result<Option<Self>> {
-        if std::env::var(DEVICE_CONVERSION_ENV).is_ok_and(|v| v.trim() == "0") {
+    pub(crate) fn upload(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        extra: u64,
+        into: &str,
+        tuning: &Tuning,
+    ) -> Result<Option<Self>> {
+        if !tuning.device_conversion_allowed() {
             return Ok(None);
         }
         let bytes = (a.nrows() as u64 + 1) * 8 + a.nnz() as u64 * (4 + T::BYTES as u64) + extra;
@@ -88,6 +89,30 @@ impl<T: Scalar> CsrOnDevice<T> {
     }
 }
 
+impl<T: Scalar> EllArrays<T> for DeviceEll<T> {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn width(&self) -> usize {
+        self.width
+    }
+    fn is_wide(&self) -> bool {
+        DeviceEll::is_wide(self)
+    }
+    fn narrow_columns(&self) -> bool {
+        DeviceEll::narrow_columns(self)
+    }
+    fn cols_addr(&self) -> u64 {
+        DeviceEll::cols_addr(self)
+    }
+    fn values_ptr(&self) -> DevicePointer<T> {
+        DeviceEll::values_ptr(self)
+    }
+}
+
 /// Whether the ELL kernel needs 64-bit slot arithmetic: its slot index runs to
 /// `(width + 1) * nrows`, which must otherwise fit 32 bits.
 fn slots_need_64_bits(width: usize, nrows: usize) -> bool {
@@ -101,13 +126,19 @@ impl<T: Scalar> DeviceEll<T> {
     ///
     /// [`Error::Cuda`](crate::Error::Cuda) when allocation or a copy fails.
     pub fn upload(ctx: &'static Context, a: &EllMatrix<T>) -> Result<Self> {
+        Self::upload_tuned(ctx, a, &Tuning::from_env())
+    }
+
+    /// [`upload`](Self::upload) with the overrides of `tuning` in place of the
+    /// environment's ([`Tuning::narrow_columns`] applies).
+    ///
+    /// # Errors
+    ///
+    /// As [`upload`](Self::upload).
+    pub fn upload_tuned(ctx: &'static Context, a: &EllMatrix<T>, tuning: &Tuning) -> Result<Self> {
         let stats = RowStats::from_lengths((0..a.nrows()).map(|i| a.row(i).count()), a.ncols());
         let nrows = a.nrows();
-        let narrow = narrow::enabled()
-            && a.col_indices()
-                .par_iter()
-                .enumerate()
-                .all(|(s, &c)| c == ELL_PADDING || narrow::encode(c, s % nrows).is_some());
+        let narrow = crate::gpu::plan::narrow::ell_slots(a, tuning);
         let cols = match a.col_indices() {
             [] => None,
             c => {
@@ -147,19 +178,32 @@ impl<T: Scalar> DeviceEll<T> {
     /// when ELL would pad too much, before anything is allocated; [`Error::Cuda`](crate::Error::Cuda) when
     /// allocation or a copy fails.
     pub fn from_csr(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
+        Self::from_csr_tuned(ctx, a, &Tuning::from_env())
+    }
+
+    /// [`from_csr`](Self::from_csr) with the overrides of `tuning` in place of the
+    /// environment's ([`Tuning::narrow_columns`] and [`Tuning::device_conversion`] apply).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_csr`](Self::from_csr).
+    pub fn from_csr_tuned(ctx: &'static Context, a: &CsrMatrix<T>, tuning: &Tuning) -> Result<Self> {
         let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
-        Self::from_csr_with(ctx, a, &a.row_stats(), limit, None)
+        let narrow = crate::gpu::plan::narrow::ell_columns(a, None, tuning);
+        Self::from_csr_with(ctx, a, &a.row_stats(), limit, narrow, tuning)
     }
 
     /// [`from_csr`](Self::from_csr) with the row statistics already made, a padding limit
-    /// in slots, and, when already known, whether the columns are narrow
-    /// ([`narrow::fits`] of every row; `None`: checked here).
+    /// in slots, whether the slots store 16-bit column offsets (the plan's
+    /// [`ell_columns`](crate::gpu::narrow::ell_columns)), and the tuning (whether
+    /// the conversion may run on the device).
     pub(crate) fn from_csr_with(
         ctx: &'static Context,
         a: &CsrMatrix<T>,
         stats: &RowStats,
         max_slots: usize,
-        known_narrow: Option<bool>,
+        narrow: bool,
+        tuning: &Tuning,
     ) -> Result<Self> {
         let (nrows, width) = (a.nrows(), stats.max);
         let padded = width.saturating_mul(nrows);
@@ -167,15 +211,13 @@ impl<T: Scalar> DeviceEll<T> {
             let e = FormatError::EllPaddingLimit { width, nrows, nnz: a.nnz(), padded, limit: max_slots };
             return Err(e.into());
         }
-        let narrow = narrow::enabled()
-            && known_narrow.unwrap_or_else(|| narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX));
         let mut plan = SpmvPlan::for_ell::<T>(stats, ctx.warp_size());
         plan.set_narrow(narrow && padded > 0); // no slots: nothing stored narrow
         let (mut slot_cols, mut values) = (None, None);
         if padded > 0 {
             let mut cols = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;
             let mut vals = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
-            if Self::convert_on_device(ctx, a, width, &mut cols, &mut vals)? {
+            if Self::convert_on_device(ctx, a, width, &mut cols, &mut vals, tuning)? {
                 return Ok(DeviceEll {
                     ctx,
                     nrows,
@@ -231,7 +273,7 @@ impl<T: Scalar> DeviceEll<T> {
         })
     }
 
-    /// Fills the slots on the device when [`DEVICE_CONVERSION_ENV`] allows it and the CSR
+    /// Fills the slots on the device when [`Tuning::device_conversion`] allows it and the CSR
     /// arrays (64-bit offsets) fit in the device memory left beside the slots with
     /// [`CONVERSION_MARGIN`] to spare: the arrays are uploaded, `ell_from_csr_<T>` makes the
     /// slots, and they are freed. `false` (nothing done) otherwise: the host converts.
@@ -241,8 +283,9 @@ impl<T: Scalar> DeviceEll<T> {
         width: usize,
         cols: &mut SlotCols,
         vals: &mut DeviceMemory<T>,
+        tuning: &Tuning,
     ) -> Result<bool> {
-        let Some(csr) = CsrOnDevice::upload(ctx, a, 0, "ELL")? else { return Ok(false) };
+        let Some(csr) = CsrOnDevice::upload(ctx, a, 0, "ELL", tuning)? else { return Ok(false) };
         kernels::spmv::ell_from_csr(ctx, a.nrows(), width, &csr.row_offsets, &csr.cols, &csr.vals, cols, vals)?;
         drop(csr); // freed in stream order, after the conversion
         ctx.synchronize()?;
@@ -332,30 +375,30 @@ impl<T: Scalar> DeviceEll<T> {
         Ok(EllMatrix::try_from_csr_with_limit(&csr, slots)?)
     }
 
-    /// Device address of the column indices (`width * nrows` `u32`, column-major); null when
+    /// Device address of the column indices (`width * nrows` `u32`, column-major); 0 when
     /// there are no slots or the columns are stored as offsets
     /// ([`narrow_columns`](DeviceEll::narrow_columns)).
-    pub fn col_indices_ptr(&self) -> DevicePointer<u32> {
+    pub fn col_indices_addr(&self) -> u64 {
         match &self.cols {
-            Some(SlotCols::Wide(m)) => m.as_device_ptr(),
-            _ => DevicePointer::null(),
+            Some(SlotCols::Wide(m)) => m.as_device_ptr().as_raw(),
+            _ => 0,
         }
     }
 
     /// Whether the columns are stored as 16-bit offsets from the row
-    /// ([`narrow`](super::narrow)): every entry lies within
-    /// [`MAX_OFFSET`](super::narrow::MAX_OFFSET) of the diagonal.
+    /// ([`narrow`](crate::gpu::storage::narrow)): every entry lies within
+    /// [`MAX_OFFSET`](crate::gpu::storage::narrow::MAX_OFFSET) of the diagonal.
     pub fn narrow_columns(&self) -> bool {
         self.cols.as_ref().is_some_and(SlotCols::is_narrow)
     }
 
     /// Device address of the column offsets (`width * nrows` 16-bit offsets, column-major,
-    /// see [`narrow`](super::narrow)); null when there are no slots or the columns are
+    /// see [`narrow`](crate::gpu::narrow)); 0 when there are no slots or the columns are
     /// stored as 32-bit indices.
-    pub fn col_offsets_ptr(&self) -> DevicePointer<u16> {
+    pub fn col_offsets_addr(&self) -> u64 {
         match &self.cols {
-            Some(SlotCols::Narrow(m)) => m.as_device_ptr(),
-            _ => DevicePointer::null(),
+            Some(SlotCols::Narrow(m)) => m.as_device_ptr().as_raw(),
+            _ => 0,
         }
     }
 
@@ -364,9 +407,14 @@ impl<T: Scalar> DeviceEll<T> {
         self.cols.as_ref().map_or(0, SlotCols::addr)
     }
 
-    /// Device address of the values (`width * nrows` `T`, column-major); null when there are
-    /// no slots.
-    pub fn values_ptr(&self) -> DevicePointer<T> {
+    /// Device address of the values (`width * nrows` `T`, column-major); 0 when there are no
+    /// slots.
+    pub fn values_addr(&self) -> u64 {
+        self.values_ptr().as_raw()
+    }
+
+    /// [`values_addr`](DeviceEll::values_addr) as cust's pointer type, for the launches.
+    pub(crate) fn values_ptr(&self) -> DevicePointer<T> {
         ptr_of(self.values.as_ref())
     }
 }

@@ -46,33 +46,21 @@
 
 use rayon::prelude::*;
 
-use super::memory::DeviceMemory;
-use super::Context;
-use crate::Result;
+pub use crate::gpu::plan::narrow::{
+    csr_offsets_pay, far_columns, fits, FAR_SLOTS, MAX_OFFSET, NARROW_COLUMNS_ENV, VECTOR_BATCH_STEPS,
+};
 
-/// The largest `|column - row|` that a narrow slot stores.
-pub const MAX_OFFSET: u32 = 32_767;
+pub(crate) use crate::gpu::kernels::arrays::SlotCols;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::Result;
 
 /// The 16-bit value of a padding slot (`SPGPU_NARROW_PADDING` in `ptx/common.cuh`).
 pub const NARROW_PADDING: u16 = 0x8000;
 
-/// A row of at least this many entries per thread is read 4 entries per thread at a time
-/// by the vector kernel (`SPGPU_VECTOR_BATCH_STEPS` in `ptx/spmv.cu`): always on 16-bit
-/// columns, on 32-bit ones only when the launch has at most a GPU's worth of threads. The
-/// upload stores 16-bit CSR columns only when the mean row reaches it
-/// ([`csr_offsets_pay`]).
-pub const VECTOR_BATCH_STEPS: usize = 32;
-
-/// The most far columns a table of SELL slots holds ([`far_columns`]; `SPGPU_FAR_SLOTS` in
-/// `ptx/common.cuh`).
-pub const FAR_SLOTS: usize = 255;
-
 /// The slot of far column `k` of the table is `FAR_CODE + k` (-32767 + k as an offset): with
 /// a table, offsets run from `-(MAX_OFFSET - FAR_SLOTS)` = -32512 up.
 pub const FAR_CODE: u16 = 0x8001;
-
-/// Set to `0` to store 32-bit columns even where offsets fit (to compare).
-pub const NARROW_COLUMNS_ENV: &str = "SPGPU_NARROW_COLUMNS";
 
 /// The narrow slot of column `col` in row `row`, or `None` when `|col - row| > MAX_OFFSET`.
 pub fn encode(col: u32, row: usize) -> Option<u16> {
@@ -115,72 +103,6 @@ pub fn decode_far(slot: u16, row: usize, far: &[u32]) -> Option<u32> {
         return far.get(code).copied();
     }
     decode(slot, row)
-}
-
-/// The far columns of a matrix whose rows of at most `max_len` entries do not all lie
-/// within [`MAX_OFFSET`] of the diagonal: the sorted columns of the entries of those rows
-/// whose offset lies outside `-32512..=32767` ([`encode_far`]), when there are at most
-/// [`FAR_SLOTS`] of them; `None` when there are more (found in parallel over rows, stopping
-/// early).
-///
-/// ```
-/// use spgpu::gpu::narrow::far_columns;
-/// // rows 0..3 of a 3 x 100000 matrix, each with its diagonal and column 99999
-/// let off = [0u64, 2, 4, 6];
-/// assert_eq!(far_columns(&off, &[0, 99_999, 1, 99_999, 2, 99_999], usize::MAX), Some(vec![99_999]));
-/// ```
-pub fn far_columns(row_offsets: &[u64], col_indices: &[u32], max_len: usize) -> Option<Vec<u32>> {
-    let nrows = row_offsets.len().saturating_sub(1);
-    // each part keeps its far columns sorted (at most FAR_SLOTS: a binary search per far entry)
-    (0..nrows)
-        .into_par_iter()
-        .with_min_len(1 << 12)
-        .try_fold(Vec::new, |mut set: Vec<u32>, r| {
-            let (lo, hi) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
-            if hi - lo <= max_len {
-                for &c in &col_indices[lo..hi] {
-                    if encode_far(c, r, &[]).is_none() {
-                        if let Err(at) = set.binary_search(&c) {
-                            if set.len() == FAR_SLOTS {
-                                return None;
-                            }
-                            set.insert(at, c);
-                        }
-                    }
-                }
-            }
-            Some(set)
-        })
-        .try_reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            a.sort_unstable();
-            a.dedup();
-            (a.len() <= FAR_SLOTS).then_some(a)
-        })
-}
-
-/// Whether every entry of the rows of at most `max_len` entries lies within
-/// [`MAX_OFFSET`] of the diagonal, for a CSR matrix's row offsets and columns (checked in
-/// parallel over rows).
-pub fn fits(row_offsets: &[u64], col_indices: &[u32], max_len: usize) -> bool {
-    let nrows = row_offsets.len().saturating_sub(1);
-    (0..nrows).into_par_iter().with_min_len(1 << 12).all(|r| {
-        let (lo, hi) = (row_offsets[r] as usize, row_offsets[r + 1] as usize);
-        hi - lo > max_len || col_indices[lo..hi].iter().all(|&c| encode(c, r).is_some())
-    })
-}
-
-/// Whether uploads may store narrow columns ([`NARROW_COLUMNS_ENV`] is not `0`).
-pub(crate) fn enabled() -> bool {
-    !std::env::var(NARROW_COLUMNS_ENV).is_ok_and(|v| v.trim() == "0")
-}
-
-/// The columns of ELL or SELL slots on the device: 32-bit columns or 16-bit offsets.
-pub(crate) enum SlotCols {
-    /// Columns, [`ELL_PADDING`](crate::ELL_PADDING) in padding slots.
-    Wide(DeviceMemory<u32>),
-    /// Offsets from the row ([`encode`]), [`NARROW_PADDING`] in padding slots.
-    Narrow(DeviceMemory<u16>),
 }
 
 impl SlotCols {
@@ -276,22 +198,6 @@ impl SlotCols {
             }
         })
     }
-}
-
-/// Whether the vector kernel with `threads_per_row` threads per row should read 16-bit
-/// column offsets of a matrix whose mean row is `mean` (when they fit): only when the mean
-/// row is batched ([`VECTOR_BATCH_STEPS`] entries per thread or more). The simple loop,
-/// which reads one entry per thread at a time, ran 1.15x-1.26x slower in `f32` on 16-bit
-/// columns than on 32-bit ones on bands of 501 to 801 entries per row (H100, 2026-11-26),
-/// while the batched loop ran 0.55x-0.78x the 32-bit simple loop's time.
-///
-/// ```
-/// use spgpu::gpu::narrow::csr_offsets_pay;
-/// assert!(csr_offsets_pay(1201.0, 32) && csr_offsets_pay(801.0, 16));
-/// assert!(!csr_offsets_pay(801.0, 32) && !csr_offsets_pay(27.0, 4));
-/// ```
-pub fn csr_offsets_pay(mean: f64, threads_per_row: u32) -> bool {
-    mean >= (VECTOR_BATCH_STEPS * threads_per_row as usize) as f64
 }
 
 /// The columns of a CSR matrix as 16-bit offsets from their rows ([`encode`]), in new

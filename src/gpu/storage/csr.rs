@@ -4,19 +4,32 @@ use std::time::{Duration, Instant};
 
 use cust::memory::DevicePointer;
 
-use super::balance::{choose_shape, RowBlocks, RowShape};
-use super::ell::CsrOnDevice;
-use super::hot::{hot_columns_for, plan_hot, DeviceHot, HotChoice, HotColumns};
-use super::memory::DeviceMemory;
-use super::narrow::{self, SlotCols};
-use super::positions::PIECE;
-use super::positions::{positions_need_64_bits, shifted, Positions};
-use super::sell::{decode_narrow, SellLayout, SellMatrix};
-use super::split;
-use super::vector::{download, ptr_of, upload};
-use super::Stream;
-use super::{kernels, ColumnLayout, Context, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use crate::format::DEFAULT_MAX_ELL_PADDING_RATIO;
+use crate::gpu::kernels;
+use crate::gpu::kernels::arrays::CsrArrays;
+pub(crate) use crate::gpu::kernels::arrays::{Balanced, DeviceSell};
+use crate::gpu::plan::balance::{chunk_major, prefetch_x, RowShape};
+use crate::gpu::plan::hot::HotLimits;
+use crate::gpu::plan::upload as upload_rule;
+use crate::gpu::plan::ColumnLayout;
+use crate::gpu::plan::KernelChoice;
+use crate::gpu::plan::SpmvKernel;
+use crate::gpu::plan::SpmvPlan;
+use crate::gpu::plan::{narrow as narrow_rule, Tuning, UploadOptions};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::positions::PIECE;
+use crate::gpu::runtime::positions::{positions_need_64_bits, shifted, Positions};
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::DeviceVector;
+use crate::gpu::runtime::vector::{download, ptr_of, upload};
+use crate::gpu::storage::balance::RowBlocks;
+use crate::gpu::storage::ell::CsrOnDevice;
+use crate::gpu::storage::ell::DeviceEll;
+use crate::gpu::storage::hot::{counts_for, plan_hot, DeviceHot, HotChoice, HotColumns};
+use crate::gpu::storage::narrow::{self, SlotCols};
+use crate::gpu::storage::sell::{decode_narrow, SellLayout, SellMatrix};
+use crate::gpu::storage::split;
 use crate::{CsrMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
 
 /// A CSR matrix in device memory, with the [`SpmvPlan`] that runs it.
@@ -68,6 +81,8 @@ pub struct DeviceCsr<T: Scalar> {
     /// Why the upload's `Auto` plan ran balanced where its rule said SELL (hot columns, or
     /// SELL's padding), so that `set_kernel(Auto)` keeps the same kernel.
     instead_of_sell: Option<String>,
+    /// The overrides the upload planned with, which `set_kernel` plans with too.
+    tuning: Tuning,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -76,14 +91,14 @@ pub struct DeviceCsr<T: Scalar> {
 enum Storage<T: Scalar> {
     Csr {
         row_offsets: Positions,
-        /// With hot columns, the columns of their entries are flagged slots ([`super::hot`]).
+        /// With hot columns, the columns of their entries are flagged slots ([`crate::gpu::storage::hot`]).
         col_indices: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
         balanced: Option<Box<Balanced>>,
         hot: Option<Box<DeviceHot<T>>>,
     },
     /// The CSR arrays with each column stored as its 16-bit offset from the row
-    /// ([`super::narrow`]), 2 bytes fewer per entry: made for the vector kernel when every
+    /// ([`crate::gpu::storage::narrow`]), 2 bytes fewer per entry: made for the vector kernel when every
     /// entry lies within [`narrow::MAX_OFFSET`] of the diagonal (never for a matrix without
     /// entries).
     Csr16 {
@@ -93,36 +108,9 @@ enum Storage<T: Scalar> {
     },
     Ell(Box<DeviceEll<T>>),
     Sell(Box<DeviceSell<T>>),
-    /// Column parts ([`super::split`]), each a matrix of its own on the balanced kernel, run
+    /// Column parts ([`crate::gpu::storage::split`]), each a matrix of its own on the balanced kernel, run
     /// in order.
     Parts(Vec<DeviceCsr<T>>),
-}
-
-/// A [`SellMatrix`] on the device.
-pub(crate) struct DeviceSell<T: Scalar> {
-    pub(crate) nsorted: usize,
-    pub(crate) nslices: usize,
-    pub(crate) nchunks: usize,
-    pub(crate) nlong: usize,
-    pub(crate) slice_ptr: Positions,
-    pub(crate) perm: Option<DeviceMemory<u32>>,
-    /// The slots' columns, or their offsets from the row ([`super::narrow`]).
-    pub(crate) cols: Option<SlotCols>,
-    pub(crate) vals: Option<DeviceMemory<T>>,
-    pub(crate) chunk_entry: Positions,
-    pub(crate) long_cols: Option<DeviceMemory<u32>>,
-    pub(crate) long_vals: Option<DeviceMemory<T>>,
-    pub(crate) long_rows: Option<DeviceMemory<u32>>,
-    /// One `f64` per chunk: the chunk sums of one call (see [`Balanced::partials`]).
-    pub(crate) partials: Option<DeviceMemory<f64>>,
-    /// The table of far columns of narrow slots ([`narrow::far_columns`]), when they have one.
-    pub(crate) far: Option<DeviceMemory<u32>>,
-    pub(crate) nfar: usize,
-    bytes: usize,
-    nrows: usize,
-    ncols: usize,
-    slots: usize,
-    nlong_entries: usize,
 }
 
 impl<T: Scalar> DeviceSell<T> {
@@ -132,23 +120,11 @@ impl<T: Scalar> DeviceSell<T> {
     /// are copied from `a`'s arrays in batches. The host never holds a second copy of the
     /// matrix.
     ///
-    /// The slots store 16-bit column offsets when narrow columns are enabled and every short
-    /// row's entries lie within [`narrow::MAX_OFFSET`] of the diagonal ([`narrow::fits`]),
-    /// or all but those in at most [`narrow::FAR_SLOTS`] far columns, which then go through a
-    /// table ([`narrow::far_columns`]).
-    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64) -> Result<Self> {
-        let (offsets, cols) = (a.row_offsets(), a.col_indices());
-        let long = super::sell::LONG_ROW;
-        let (narrow, far) = if !narrow::enabled() {
-            (false, None)
-        } else if narrow::fits(offsets, cols, long) {
-            (true, None)
-        } else {
-            match narrow::far_columns(offsets, cols, long) {
-                Some(far) => (true, Some(far)),
-                None => (false, None),
-            }
-        };
+    /// The slots store 16-bit column offsets as the plan's
+    /// [`sell_columns`](crate::gpu::narrow::sell_columns) says (with a table of far
+    /// columns where it gives one); the conversion runs on the device where `tuning` allows.
+    fn upload(ctx: &'static Context, a: &CsrMatrix<T>, s: &SellLayout, base: u64, tuning: &Tuning) -> Result<Self> {
+        let (narrow, far) = narrow_rule::sell_columns(a, crate::gpu::storage::sell::LONG_ROW, tuning);
         let flat: Vec<u32> = s.long_rows.iter().flatten().copied().collect();
         let wide = s.wide() || base != 0;
         let nchunks = s.chunk_entry.len() - 1;
@@ -170,7 +146,7 @@ impl<T: Scalar> DeviceSell<T> {
             let mut v = DeviceMemory::<T>::uninit(ctx, slots, "SELL values")?;
             // on the device when the CSR arrays fit beside the slots (as for ELL)
             let layout_bytes = (s.slice_ptr.len() * 8 + s.perm.len() * 4) as u64;
-            let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL")? {
+            let on_device = match CsrOnDevice::upload(ctx, a, layout_bytes, "SELL", tuning)? {
                 Some(csr) => {
                     let sp = DeviceMemory::from_slice(ctx, &s.slice_ptr, "SELL slice offsets (for the conversion)");
                     match (sp, DeviceMemory::from_slice(ctx, &s.perm, "SELL row order")) {
@@ -321,6 +297,44 @@ fn check_device_memory<T: Scalar>(ctx: &Context, a: &CsrMatrix<T>, how: &str, ne
     Ok(())
 }
 
+/// The upload's answers to the plan's questions ([`upload_rule::Probe`]): the hot-column
+/// kernel's limits on this device, the columns' counts (on the device, or on the host where
+/// device memory is short: [`counts_for`]) and SELL's layout, each found at most once.
+struct UploadProbe<'a, T: Scalar> {
+    ctx: &'static Context,
+    a: &'a CsrMatrix<T>,
+    wide: bool,
+    tuning: &'a Tuning,
+    counts: Option<Vec<u32>>,
+    sell: Option<SellLayout>,
+}
+
+impl<T: Scalar> upload_rule::Probe for UploadProbe<'_, T> {
+    fn hot_limits(&mut self) -> Result<Option<HotLimits>> {
+        let (a, t) = (self.a, self.tuning);
+        Ok(plan_hot::<T>(self.ctx, a.nnz(), a.ncols(), self.wide, HotChoice::Auto, t)?.ok().map(|h| h.limits()))
+    }
+
+    fn column_counts(&mut self) -> Result<&[u32]> {
+        if self.counts.is_none() {
+            self.counts = Some(counts_for(self.ctx, self.a)?);
+        }
+        Ok(self.counts.as_deref().unwrap_or_default())
+    }
+
+    fn sell_layout(&mut self, max_slots: usize) -> Result<std::result::Result<(), usize>> {
+        // the counts are no longer needed (SELL's layout is the plan's last question)
+        self.counts = None;
+        Ok(match SellLayout::new(self.a, max_slots) {
+            Ok(s) => {
+                self.sell = Some(s);
+                Ok(())
+            }
+            Err(e) => Err(e.slots),
+        })
+    }
+}
+
 /// The plan's note on row blocks cut for the reason `why`, in chunk-major order when `sweep`.
 fn blocks_note(sweep: bool, why: String) -> String {
     if sweep {
@@ -330,32 +344,18 @@ fn blocks_note(sweep: bool, why: String) -> String {
     }
 }
 
-/// The row blocks of the balanced kernel on the device ([`RowBlocks`]).
-pub(crate) struct Balanced {
-    /// Blocks of the main kernel.
-    pub(crate) nblocks: usize,
-    pub(crate) block_row: DeviceMemory<u32>,
-    pub(crate) block_entry: Positions,
-    /// [`RowBlocks::scratch_len`] `f64` slots when there are long rows (one per block, or in
-    /// chunk-major order a range per long row): the chunk sums of one call, written by the
-    /// chunk blocks and read by the block of their row's last chunk, which sets them back to
-    /// "no sum" (0xff bytes) for the next call.
-    pub(crate) partials: Option<DeviceMemory<f64>>,
-    /// The shape the rows were cut to (which kernel runs them).
-    pub(crate) shape: RowShape,
-    /// Whether the chunks come in chunk-major order ([`RowBlocks::sweep`]).
-    pub(crate) sweep: bool,
-    /// Why the kernel gathers `x` with the L2 prefetch hint, when it does
-    /// ([`super::balance::prefetch_x`]; blocks in row order only).
-    pub(crate) prefetch_x: Option<String>,
-    bytes: usize,
-}
-
 impl Balanced {
     /// Uploads the blocks; their entry positions are 64-bit when `wide` (as the matrix's row
     /// offsets), shifted by `base` (tests only). `x_bytes`, the size of `x`, decides whether
-    /// the kernel gathers it with the L2 prefetch hint ([`super::balance::prefetch_x`]).
-    fn upload(ctx: &'static Context, blocks: &RowBlocks, wide: bool, base: u64, x_bytes: usize) -> Result<Balanced> {
+    /// the kernel gathers it with the L2 prefetch hint ([`crate::gpu::storage::balance::prefetch_x`]).
+    fn upload(
+        ctx: &'static Context,
+        blocks: &RowBlocks,
+        wide: bool,
+        base: u64,
+        x_bytes: usize,
+        tuning: &Tuning,
+    ) -> Result<Balanced> {
         let block_row = upload(&blocks.block_row, "balanced row blocks")?.expect("nblocks + 1 >= 1 entries");
         let block_entry = Positions::upload(ctx, &blocks.block_entry, wide, base, "balanced row blocks")?;
         // each chunk block b but a row's last writes partials[b]; the last one waits for
@@ -374,7 +374,7 @@ impl Balanced {
             prefetch_x: if blocks.sweep {
                 None
             } else {
-                super::balance::prefetch_x(x_bytes, ctx.info().l2_cache_bytes, blocks.shape, ctx.l2_prefetch())
+                prefetch_x(x_bytes, ctx.info().l2_cache_bytes, blocks.shape, ctx.l2_prefetch(), tuning)
             },
             bytes: blocks.device_bytes(wide),
         })
@@ -393,12 +393,27 @@ impl<T: Scalar> DeviceCsr<T> {
     /// memory than is available ([`Context::available_memory`]), checked before anything is
     /// allocated; [`Error::Cuda`] when allocation or a copy fails.
     pub fn upload(ctx: &'static Context, a: &CsrMatrix<T>) -> Result<Self> {
-        Self::upload_with(ctx, a, KernelChoice::Auto)
+        Self::upload_with(ctx, a, UploadOptions::default())
     }
 
-    /// Uploads a host matrix with a kernel chosen by `choice`. [`KernelChoice::Ell`] stores the
-    /// matrix as ELLPACK on the device (the CSR arrays are then not kept);
-    /// [`KernelChoice::Balanced`] adds the row blocks of the balanced kernel.
+    /// Uploads a host matrix with options ([`UploadOptions`]): a kernel chosen by the
+    /// options' `kernel`, and the overrides of the plan's rules in their `tuning`. A
+    /// [`KernelChoice`] converts into the options that force it with the environment's
+    /// tuning. [`KernelChoice::Ell`] stores the matrix as ELLPACK on the device (the CSR
+    /// arrays are then not kept); [`KernelChoice::Balanced`] adds the row blocks of the
+    /// balanced kernel.
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr, KernelChoice, Tuning, UploadOptions};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::laplacian_2d::<f64>(100);
+    /// let forced = DeviceCsr::upload_with(ctx, &a, KernelChoice::Sell)?;
+    /// // no column parts, whatever SPGPU_COLUMN_PARTS says
+    /// let tuning = Tuning { column_parts: Some(0), ..Tuning::from_env() };
+    /// let opts = UploadOptions { tuning, ..UploadOptions::default() };
+    /// let one_pass = DeviceCsr::upload_with(ctx, &a, &opts)?;
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -407,8 +422,9 @@ impl<T: Scalar> DeviceCsr<T> {
     /// limit ([`EllMatrix::try_from_csr`](crate::EllMatrix::try_from_csr)), both checked before anything is uploaded;
     /// [`Error::InsufficientMemory`] as for [`upload`](DeviceCsr::upload); [`Error::Cuda`]
     /// when allocation or a copy fails.
-    pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, choice: KernelChoice) -> Result<Self> {
-        Self::upload_shifted(ctx, a, choice, 0, HotChoice::Auto)
+    pub fn upload_with(ctx: &'static Context, a: &CsrMatrix<T>, opts: impl Into<UploadOptions>) -> Result<Self> {
+        let opts = opts.into();
+        Self::upload_shifted(ctx, a, opts.kernel, 0, HotChoice::Auto, &opts.tuning)
     }
 
     /// For tests of the 64-bit kernels on small matrices: uploads with 64-bit positions
@@ -430,7 +446,7 @@ impl<T: Scalar> DeviceCsr<T> {
         choice: KernelChoice,
         base: u64,
     ) -> Result<Self> {
-        Self::upload_shifted(ctx, a, choice, base.max(1), HotChoice::Auto)
+        Self::upload_shifted(ctx, a, choice, base.max(1), HotChoice::Auto, &Tuning::from_env())
     }
 
     /// Whether the matrix holds 64-bit positions: `nnz` past the index limit, or shifted
@@ -439,7 +455,7 @@ impl<T: Scalar> DeviceCsr<T> {
         positions_need_64_bits(nnz) || base != 0
     }
 
-    /// For tests of the hot-column kernel ([`super::hot`]): [`upload_with_entry_base`]
+    /// For tests of the hot-column kernel ([`crate::gpu::storage::hot`]): [`upload_with_entry_base`]
     /// (`base` 0: an ordinary upload), with hot columns as `hot` says; they apply only when
     /// the plan runs the balanced kernel.
     ///
@@ -456,10 +472,10 @@ impl<T: Scalar> DeviceCsr<T> {
         hot: HotChoice,
         base: u64,
     ) -> Result<Self> {
-        Self::upload_shifted(ctx, a, choice, base, hot)
+        Self::upload_shifted(ctx, a, choice, base, hot, &Tuning::from_env())
     }
 
-    /// For tests: uploads `a` in `parts` column parts ([`super::split`]) whatever the rule
+    /// For tests: uploads `a` in `parts` column parts ([`crate::gpu::storage::split`]) whatever the rule
     /// says (at most one part per column).
     ///
     /// # Errors
@@ -468,9 +484,11 @@ impl<T: Scalar> DeviceCsr<T> {
     #[doc(hidden)]
     pub fn upload_in_column_parts(ctx: &'static Context, a: &CsrMatrix<T>, parts: usize) -> Result<Self> {
         let started = Instant::now();
+        let tuning = Tuning::from_env();
         let stats = a.row_stats();
-        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
-        let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Balanced, columns)?;
+        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto, &tuning);
+        let mut plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Balanced, columns)?;
+        plan.set_tuning(tuning);
         let parts = parts.clamp(1, split::MAX_PARTS).min(a.ncols().max(1));
         Self::upload_parts(ctx, a, plan, columns, parts, started, "asked for (upload_in_column_parts)")
     }
@@ -481,6 +499,7 @@ impl<T: Scalar> DeviceCsr<T> {
         choice: KernelChoice,
         base: u64,
         hot_choice: HotChoice,
+        tuning: &Tuning,
     ) -> Result<Self> {
         // a forced shape of row blocks runs the balanced kernel without hot columns
         let forced_shape = choice.row_shape();
@@ -489,114 +508,39 @@ impl<T: Scalar> DeviceCsr<T> {
         let wide = Self::wide_upload(a.nnz(), base);
         let stats = a.row_stats();
         // looked at whatever the choice, so that `set_kernel(Auto)` later plans as `Auto` would
-        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto);
-        let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
-        let mut plan = plan;
-        let mut instead_of_sell = None;
-        // the automatic plan's row-block shape, once looked at (it scans every entry)
-        let mut auto_shape = None;
-        // whether the balanced kernel would keep hot columns, once decided, and the entries
-        // of each column, once counted (on the device, or on the host where device memory
-        // is short: hot::counts_for)
-        let mut hot_known = None;
-        let mut counts = None;
-        // SELL keeps no hot columns: where the balanced kernel would keep some, it runs
-        if plan.kernel() == SpmvKernel::Sell && choice == KernelChoice::Auto && hot_choice == HotChoice::Auto {
-            let hot = hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts)?;
-            if let Some(why) = &hot {
-                plan.fall_back_to_balanced(why);
-                instead_of_sell = Some(why.clone());
-            }
-            hot_known = Some(hot);
+        let columns = SpmvPlan::column_layout(a, &stats, KernelChoice::Auto, tuning);
+        let mut plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), choice, columns)?;
+        plan.set_tuning(*tuning);
+        // the fallbacks and the row-block shape, in the plan's order (plan::upload), with
+        // what the device and the layouts tell on demand
+        let mut probe = UploadProbe { ctx, a, wide, tuning, counts: None, sell: None };
+        let l2 = ctx.info().l2_cache_bytes;
+        let decision = upload_rule::decide(a, plan, choice, hot_choice, base != 0, l2, tuning, &mut probe)?;
+        let upload_rule::Decision { mut plan, instead_of_sell, parts, mut shape } = decision;
+        if let Some((k, rule)) = parts {
+            drop(probe);
+            let mut d = Self::upload_parts(ctx, a, plan, columns, k, started, &rule)?;
+            d.instead_of_sell = instead_of_sell;
+            return Ok(d);
         }
-        // x past the L2 on scattered columns: the balanced kernel in column parts, in place of
-        // SELL too (uniformly random rows: `split`)
-        if matches!(plan.kernel(), SpmvKernel::Balanced | SpmvKernel::Sell)
-            && choice == KernelChoice::Auto
-            && hot_choice == HotChoice::Auto
-            && base == 0
-            && a.nrows().saturating_mul(32) >= SpmvPlan::FEW_ROWS_THREADS
-        {
-            let l2 = ctx.info().l2_cache_bytes;
-            let parts = split::parts_for(a, l2, plan.kernel());
-            if parts > 1 {
-                let (s, _) = auto_shape.get_or_insert_with(|| choose_shape(a.row_offsets(), a.col_indices(), None));
-                // scattered columns, and not where the one pass keeps hot columns (see
-                // hot_columns_for)
-                let scattered = *s == RowShape::DEFAULT;
-                let spread = if scattered {
-                    if counts.is_none() {
-                        counts = Some(super::hot::counts_for(ctx, a)?);
-                    }
-                    split::spread(counts.as_deref().unwrap_or_default())
-                } else {
-                    0.0
-                };
-                if spread >= split::MIN_SPREAD {
-                    let hot = match hot_known.take() {
-                        Some(known) => known,
-                        None => hot_columns_for::<T>(ctx, &plan, a, wide, &mut auto_shape, &mut counts)?,
-                    };
-                    if hot.is_none() {
-                        let one_pass = plan.kernel();
-                        if one_pass == SpmvKernel::Sell {
-                            let why = format!(
-                                "x takes {:.0}% of the L2 on scattered columns, which SELL would gather in one pass \
-                                 (if its padding allows it)",
-                                100.0 * (a.ncols() * T::BYTES) as f64 / l2.max(1) as f64
-                            );
-                            plan.fall_back_to_balanced(&why);
-                            instead_of_sell = Some(why);
-                        }
-                        let rule = split::rule_note(a.nrows(), a.nnz(), one_pass, spread);
-                        let mut d = Self::upload_parts(ctx, a, plan, columns, parts, started, &rule)?;
-                        d.instead_of_sell = instead_of_sell;
-                        return Ok(d);
-                    }
-                }
-            }
-        }
-        drop(counts);
-        let mut sell = None;
-        if plan.kernel() == SpmvKernel::Sell {
-            let limit = SpmvPlan::SELL_MAX_PADDING * a.nnz() as f64;
-            match SellLayout::new(a, limit as usize) {
-                Ok(s) => sell = Some(s),
-                Err(e) => {
-                    let why = format!(
-                        "SELL would store {} slots for {} entries, more than {} x the entries",
-                        e.slots,
-                        a.nnz(),
-                        SpmvPlan::SELL_MAX_PADDING
-                    );
-                    if choice != KernelChoice::Auto {
-                        return Err(Error::InvalidArgument(format!("{why}: use another kernel")));
-                    }
-                    plan.fall_back_to_balanced(&why);
-                    instead_of_sell = Some(why);
-                }
-            }
-        }
-        // Row blocks of the shape the matrix's columns suit (choose_shape); the hot-column
-        // kernel, if the device count later gives the matrix hot columns, runs the default
-        // shape, and only then are the blocks cut again.
-        let mut shape = (plan.kernel() == SpmvKernel::Balanced).then(|| match (auto_shape, forced_shape) {
-            (Some(known), None) => known,
-            _ => choose_shape(a.row_offsets(), a.col_indices(), forced_shape),
-        });
-        let mut blocks = shape.as_ref().map(|(s, _)| RowBlocks::with_shape(a.row_offsets(), *s));
+        let sell = if plan.kernel() == SpmvKernel::Sell { probe.sell.take() } else { None };
+        drop(probe);
+        let mut blocks = shape
+            .as_ref()
+            .map(|(s, _)| RowBlocks::cut(a.row_offsets(), *s, chunk_major(stats.nrows, stats.max, *s, tuning)));
         // the vector kernel reads 16-bit columns when every entry lies near the diagonal and
         // its rows are long enough to be read a few entries per thread at a time
-        let narrow_csr = matches!(plan.kernel(), SpmvKernel::Vector { threads_per_row }
-                if narrow::csr_offsets_pay(stats.mean, threads_per_row))
-            && a.nnz() > 0
-            && narrow::enabled()
-            && columns.map_or_else(
-                || narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX),
-                |c| c == ColumnLayout::Narrow,
-            );
+        let narrow_csr = narrow_rule::csr_columns(plan.kernel(), a, stats.mean, columns, tuning);
         let hot = match &blocks {
-            Some(_) => plan_hot::<T>(ctx, &mut plan, a.nnz(), a.ncols(), wide, hot_choice)?,
+            Some(_) => match plan_hot::<T>(ctx, a.nnz(), a.ncols(), wide, hot_choice, tuning)? {
+                Ok(h) => Some(h),
+                Err(note) => {
+                    if let Some(why) = note {
+                        plan.set_no_hot(why);
+                    }
+                    None
+                }
+            },
             None => None,
         };
         let mut preprocessing = started.elapsed();
@@ -626,7 +570,8 @@ impl<T: Scalar> DeviceCsr<T> {
             // too
             let converting = Instant::now();
             let limit = DEFAULT_MAX_ELL_PADDING_RATIO.saturating_mul(a.nnz().max(a.nrows()));
-            let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit, columns.map(|c| c == ColumnLayout::Narrow))?;
+            let narrow = narrow_rule::ell_columns(a, columns, tuning);
+            let ell = DeviceEll::from_csr_with(ctx, a, &stats, limit, narrow, tuning)?;
             preprocessing += converting.elapsed();
             plan.set_narrow(ell.narrow_columns());
             Storage::Ell(Box::new(ell))
@@ -634,7 +579,7 @@ impl<T: Scalar> DeviceCsr<T> {
             // the slots are made on the device, or on the host a piece at a time while
             // uploading: preprocessing, as for ELL
             let converting = Instant::now();
-            let d = DeviceSell::upload(ctx, a, &sell, base)?;
+            let d = DeviceSell::upload(ctx, a, &sell, base, tuning)?;
             preprocessing += converting.elapsed();
             // from what was stored: no slots (every row long) means no narrow columns
             plan.set_narrow(d.cols.as_ref().is_some_and(SlotCols::is_narrow));
@@ -705,7 +650,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 values: upload(a.values(), "CSR values")?,
                 balanced: blocks
                     .as_ref()
-                    .map(|b| Balanced::upload(ctx, b, wide, base, a.ncols() * T::BYTES).map(Box::new))
+                    .map(|b| Balanced::upload(ctx, b, wide, base, a.ncols() * T::BYTES, tuning).map(Box::new))
                     .transpose()?,
                 hot,
             }
@@ -723,13 +668,14 @@ impl<T: Scalar> DeviceCsr<T> {
             entry_base: base,
             columns,
             instead_of_sell,
+            tuning: *tuning,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         d.note_x();
         Ok(d)
     }
 
-    /// Uploads `a` in `parts` column parts ([`super::split`]), each with the balanced kernel
+    /// Uploads `a` in `parts` column parts ([`crate::gpu::storage::split`]), each with the balanced kernel
     /// and its own row blocks and hot columns; `plan` is the balanced plan of the whole.
     /// The parts are cut on the host one at a time, each freed once uploaded.
     fn upload_parts(
@@ -741,6 +687,8 @@ impl<T: Scalar> DeviceCsr<T> {
         started: Instant,
         rule: &str,
     ) -> Result<Self> {
+        // the parts plan with the whole's overrides
+        let tuning = &plan.tuning();
         let stats = a.row_stats();
         let offset = if positions_need_64_bits(a.nnz()) { 8 } else { 4 };
         let needed = (parts * (a.nrows() + 1) * offset + a.nnz() * (4 + T::BYTES)) as u64;
@@ -752,7 +700,7 @@ impl<T: Scalar> DeviceCsr<T> {
             let (lo, hi) = (split::part_start(a.ncols(), parts, k), split::part_start(a.ncols(), parts, k + 1));
             let part = split::column_range(a, lo, hi);
             preprocessing += cutting.elapsed();
-            let d = Self::upload_shifted(ctx, &part, KernelChoice::Balanced, 0, HotChoice::Auto)?;
+            let d = Self::upload_shifted(ctx, &part, KernelChoice::Balanced, 0, HotChoice::Auto, tuning)?;
             preprocessing += d.preprocessing;
             uploaded.push(d);
         }
@@ -782,6 +730,7 @@ impl<T: Scalar> DeviceCsr<T> {
             entry_base: 0,
             columns,
             instead_of_sell: None,
+            tuning: *tuning,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
@@ -833,7 +782,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<()> {
         let _queued = self.launches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match (&self.storage, self.plan.kernel()) {
-            (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e, alpha, x, beta, y),
+            (Storage::Ell(e), _) => kernels::spmv::ell_on(self.ctx, stream, e.as_ref(), alpha, x, beta, y),
             (Storage::Sell(sl), _) => kernels::spmv::sell(self.ctx, stream, self, sl, alpha, x, beta, y),
             (Storage::Parts(parts), _) => {
                 // checked before anything is launched, as the kernels do
@@ -880,6 +829,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// blocks fails.
     pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<()> {
         let mut plan = SpmvPlan::with_columns::<T>(&self.stats, self.ctx.warp_size(), choice, self.columns)?;
+        plan.set_tuning(self.tuning);
         if let (Some(why), SpmvKernel::Sell, KernelChoice::Auto) = (&self.instead_of_sell, plan.kernel(), choice) {
             plan.fall_back_to_balanced(why);
         }
@@ -924,13 +874,16 @@ impl<T: Scalar> DeviceCsr<T> {
                     self.ctx.synchronize()?;
                     let base = self.entry_base;
                     let offsets = row_offsets.download(self.nrows + 1, base, "CSR row offsets")?;
-                    let blocks = RowBlocks::with_shape(&offsets, forced.unwrap_or(RowShape::DEFAULT));
+                    let shape = forced.unwrap_or(RowShape::DEFAULT);
+                    let sweep = chunk_major(self.stats.nrows, self.stats.max, shape, &self.tuning);
+                    let blocks = RowBlocks::cut(&offsets, shape, sweep);
                     Some(Box::new(Balanced::upload(
                         self.ctx,
                         &blocks,
                         row_offsets.is_wide(),
                         base,
                         self.ncols * T::BYTES,
+                        &self.tuning,
                     )?))
                 } else {
                     None
@@ -966,7 +919,7 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(())
     }
 
-    /// For tests of the prefetching gathers ([`super::balance::prefetch_x`]): makes the
+    /// For tests of the prefetching gathers ([`crate::gpu::storage::balance::prefetch_x`]): makes the
     /// balanced kernel gather `x` with the L2 prefetch hint (`on`) or without, whatever the
     /// rule chose. (On a GPU whose PTX has no hint the prefetching kernels run plain loads.)
     ///
@@ -1190,7 +1143,7 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// How the matrix is stored on the device: "CSR", "CSR with row blocks" (and hot
     /// columns), "CSR with 16-bit column offsets", "ELLPACK", "SELL-C-sigma" or "CSR in
-    /// column parts, each with row blocks" ([`super::split`]).
+    /// column parts, each with row blocks" ([`crate::gpu::storage::split`]).
     pub fn storage_name(&self) -> &'static str {
         match &self.storage {
             Storage::Csr { balanced: None, .. } => "CSR",
@@ -1206,8 +1159,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The device CSR arrays for other CUDA code (cuSPARSE, through FFI), valid while `self`
     /// lives. `None` when the plan stored the matrix as ELLPACK or SELL
     /// ([`ell`](DeviceCsr::ell)), as CSR with hot columns (whose column array holds
-    /// flagged slots, [`hot`](super::hot)), or as CSR with 16-bit column offsets (the vector
-    /// kernel's storage for entries near the diagonal, [`narrow`](super::narrow)); upload
+    /// flagged slots, [`hot`](crate::gpu::storage::hot)), or as CSR with 16-bit column offsets (the vector
+    /// kernel's storage for entries near the diagonal, [`narrow`](crate::gpu::storage::narrow)); upload
     /// with the scalar kernel ([`upload_with`](DeviceCsr::upload_with)), or switch a CSR
     /// upload to it ([`set_kernel`](DeviceCsr::set_kernel)), to get them.
     pub fn csr_ptrs(&self) -> Option<CsrPtrs<T>> {
@@ -1275,10 +1228,26 @@ impl<T: Scalar> DeviceCsr<T> {
         self.ctx.synchronize()?;
         Ok(Some(DeviceIndices64 { mem, len: self.nnz }))
     }
+}
 
-    /// The test-only entry base (0 for every ordinary upload).
-    pub(crate) fn entry_base(&self) -> u64 {
+impl<T: Scalar> CsrArrays for DeviceCsr<T> {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        DeviceCsr::kernel_arrays(self)
+    }
+    fn narrow_kernel_arrays(&self) -> Option<(bool, u64, u64, u64)> {
+        DeviceCsr::narrow_kernel_arrays(self)
+    }
+    fn entry_base(&self) -> u64 {
         self.entry_base
+    }
+    fn plain_csr(&self) -> Option<(bool, u64, u64, u64)> {
+        self.csr_ptrs().map(|p| (p.offsets_64_bit, p.row_offsets, p.col_indices.as_raw(), p.values.as_raw()))
     }
 }
 
@@ -1310,17 +1279,34 @@ impl std::fmt::Debug for DeviceIndices64 {
     }
 }
 
-/// The device CSR arrays of a [`DeviceCsr`] ([`DeviceCsr::csr_ptrs`]).
+/// The device CSR arrays of a [`DeviceCsr`] ([`DeviceCsr::csr_ptrs`]), as raw device
+/// addresses for other CUDA code.
 #[derive(Debug, Clone, Copy)]
 pub struct CsrPtrs<T: Scalar> {
-    /// Address of the `nrows + 1` row offsets: `u32`, or `u64` when `offsets_64_bit`.
-    pub row_offsets: u64,
+    pub(crate) row_offsets: u64,
+    pub(crate) offsets_64_bit: bool,
+    pub(crate) col_indices: DevicePointer<u32>,
+    pub(crate) values: DevicePointer<T>,
+}
+
+impl<T: Scalar> CsrPtrs<T> {
+    /// Address of the `nrows + 1` row offsets: `u32`, or `u64` when
+    /// [`offsets_64_bit`](CsrPtrs::offsets_64_bit).
+    pub fn row_offsets(&self) -> u64 {
+        self.row_offsets
+    }
     /// Whether the offsets are 64-bit (`nnz` past [`INDEX_LIMIT`](crate::INDEX_LIMIT)).
-    pub offsets_64_bit: bool,
-    /// The `nnz` column indices (null when `nnz == 0`).
-    pub col_indices: DevicePointer<u32>,
-    /// The `nnz` values (null when `nnz == 0`).
-    pub values: DevicePointer<T>,
+    pub fn offsets_64_bit(&self) -> bool {
+        self.offsets_64_bit
+    }
+    /// Address of the `nnz` `u32` column indices (0 when `nnz == 0`).
+    pub fn col_indices(&self) -> u64 {
+        self.col_indices.as_raw()
+    }
+    /// Address of the `nnz` `T` values (0 when `nnz == 0`).
+    pub fn values(&self) -> u64 {
+        self.values.as_raw()
+    }
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceCsr<T> {

@@ -8,8 +8,8 @@
 //! 64-bit variant's name ends in `_i64`, see `ptx/spmv.cu`), and the 32-bit variants are the
 //! kernels spgpu always had: matrices that fit keep their speed.
 
-use super::memory::DeviceMemory;
-use super::Context;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
 use crate::{Result, INDEX_LIMIT};
 
 /// Positions made and uploaded at a time (32 MiB of `u64`).

@@ -14,7 +14,7 @@
 //!   (launched before the slices' blocks, so that they run alongside them, not in the
 //!   kernel's tail), whose sums go to a scratch array and are added per row, in chunk
 //!   order, by the block of the row's last chunk (as in the balanced kernel,
-//!   [`balance`](super::balance)).
+//!   [`balance`](crate::gpu::storage::balance)).
 //!
 //! One thread sums one short row; one block sums one chunk; every sum has a fixed order, so
 //! results repeat bit for bit.
@@ -164,7 +164,7 @@ impl SellLayout {
     }
 
     /// [`fill`](SellLayout::fill) with each column stored as `encode(column, row)` and
-    /// `padding` in padding slots: with [`narrow::encode`](super::narrow::encode), the
+    /// `padding` in padding slots: with [`narrow::encode`](crate::gpu::storage::narrow::encode), the
     /// 16-bit offsets of narrow slots (every column must then fit).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fill_with<T: Scalar, C: Copy + Send + Sync>(
@@ -224,9 +224,9 @@ impl SellLayout {
     }
 }
 
-/// The columns of slots stored as narrow offsets ([`narrow`](super::narrow)), decoded with
+/// The columns of slots stored as narrow offsets ([`narrow`](crate::gpu::storage::narrow)), decoded with
 /// the row of each slot (lane `l` of slice `s` belongs to row `perm[s * SLICE + l]`) and the
-/// table of far columns (empty when the slots have none, [`decode_far`](super::narrow::decode_far));
+/// table of far columns (empty when the slots have none, [`decode_far`](crate::gpu::storage::narrow::decode_far));
 /// [`ELL_PADDING`] for padding slots.
 pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16], far: &[u32]) -> Vec<u32> {
     let mut cols = vec![ELL_PADDING; offsets.len()];
@@ -242,7 +242,7 @@ pub(crate) fn decode_narrow(slice_ptr: &[u64], perm: &[u32], offsets: &[u16], fa
         for (i, c) in part.iter_mut().enumerate() {
             // lanes past the last sorted row hold padding only
             if let Some(&row) = perm.get(s * SLICE + i % SLICE) {
-                if let Some(col) = super::narrow::decode_far(offsets[first + i], row as usize, far) {
+                if let Some(col) = crate::gpu::storage::narrow::decode_far(offsets[first + i], row as usize, far) {
                     *c = col;
                 }
             }

@@ -3,7 +3,7 @@
 //! `build.rs` compiles each source to `$OUT_DIR/<stem>.ptx` (for `compute_70`) and
 //! `$OUT_DIR/<stem>.sm80.ptx` (for `compute_80`), or copies the committed PTX; both texts
 //! are embedded in the library, and every module is loaded once, when the
-//! [`Context`](super::Context) is made, from the variant for the device
+//! [`Context`](crate::gpu::runtime::context::Context) is made, from the variant for the device
 //! ([`ModuleId::ptx_for`]), so a bad PTX fails at start and not mid-solve. Adding a module
 //! is one line in the `modules!` list below.
 

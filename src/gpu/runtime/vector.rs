@@ -2,8 +2,8 @@
 
 use cust::memory::{DeviceCopy, DevicePointer};
 
-use super::memory::DeviceMemory;
-use super::{kernels, Context};
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::DeviceMemory;
 use crate::{Error, Result, Scalar};
 
 /// A dense vector of `T` in device memory.
@@ -11,9 +11,9 @@ use crate::{Error, Result, Scalar};
 /// Made from a host slice ([`from_slice`](DeviceVector::from_slice)) or as zeros
 /// ([`zeros`](DeviceVector::zeros)); read back with [`to_vec`](DeviceVector::to_vec) or
 /// [`copy_to`](DeviceVector::copy_to). An empty vector holds no device memory (CUDA cannot
-/// allocate zero bytes) and its [`as_device_ptr`](DeviceVector::as_device_ptr) is null.
+/// allocate zero bytes) and its [`device_addr`](DeviceVector::device_addr) is 0.
 ///
-/// It is `Send` and `Sync` (see [the threading model](super#threading-model)): it can be
+/// It is `Send` and `Sync` (see [the threading model](crate::gpu#threading-model)): it can be
 /// moved to, dropped on, and read from any thread. Its memory is allocated and freed in
 /// order on the context's stream, so dropping it never waits for the GPU and never frees
 /// memory that queued work still uses.
@@ -56,16 +56,6 @@ impl<T: Scalar> DeviceVector<T> {
         // All-zero bytes are 0.0 in f32 and f64.
         let buf = if len == 0 { None } else { Some(DeviceMemory::zeroed(ctx, len, &what)?) };
         Ok(DeviceVector { ctx, buf, len })
-    }
-
-    /// Sets every element to `value`, with a kernel on the context's stream (no wait).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cuda`] when the launch fails; [`Error::InvalidArgument`] when the vector is
-    /// longer than the kernels' 32-bit index allows.
-    pub fn fill(&mut self, value: T) -> Result<()> {
-        kernels::spmv::fill(self.ctx, self, value)
     }
 
     /// Number of elements.
@@ -142,10 +132,16 @@ impl<T: Scalar> DeviceVector<T> {
     }
 
     /// The device address of the first element, for passing to other CUDA code (a kernel of
-    /// your own, cuSPARSE through FFI); null for an empty vector. The memory stays valid
-    /// while `self` lives. Work on it should go to [`Context::stream`] to stay ordered with
+    /// your own, cuSPARSE through FFI); 0 for an empty vector. The memory stays valid while
+    /// `self` lives. Work on it should go to [`Context::stream`] to stay ordered with
     /// spgpu's (the memory is allocated, written and freed in order on that stream).
-    pub fn as_device_ptr(&self) -> DevicePointer<T> {
+    pub fn device_addr(&self) -> u64 {
+        self.as_device_ptr().as_raw()
+    }
+
+    /// [`device_addr`](DeviceVector::device_addr) as cust's pointer type, for the crate's
+    /// launches.
+    pub(crate) fn as_device_ptr(&self) -> DevicePointer<T> {
         ptr_of(self.buf.as_ref())
     }
 }

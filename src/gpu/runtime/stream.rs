@@ -14,16 +14,16 @@ use cust::event::EventFlags;
 use cust::function::{BlockSize, Function, GridSize};
 use cust::sys as cu;
 
-use super::memory::{capture_lock, gate_shared};
-use super::Context;
 use crate::error::DriverError;
+use crate::gpu::runtime::context::Context;
+use crate::gpu::runtime::memory::{capture_lock, gate_shared};
 use crate::{Error, Result};
 
 /// A CUDA stream that does not synchronize with the legacy default stream
 /// (`CU_STREAM_NON_BLOCKING`), owned by spgpu.
 ///
 /// It is what [`Context::stream`] returns, so code that shares data with spgpu can queue
-/// its own work in order with spgpu's: pass [`Stream::as_inner`] to other CUDA libraries,
+/// its own work in order with spgpu's: pass [`Stream::raw_handle`] to other CUDA libraries,
 /// or use it with cust's `launch!` macro, which calls [`Stream::launch`]. It is `Send` and
 /// `Sync`: the driver accepts work on one stream from any number of threads, in the order
 /// the calls are made.
@@ -75,9 +75,14 @@ impl Stream {
         Ok(flags & cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0)
     }
 
-    /// The raw handle, for other CUDA code (cuSPARSE's `cusparseSetStream`, graph capture).
-    /// It is valid while `self` lives.
-    pub fn as_inner(&self) -> cu::CUstream {
+    /// The raw handle (a `CUstream`, `cudaStream_t` in the runtime API), for other CUDA code
+    /// (cuSPARSE's `cusparseSetStream`, graph capture). It is valid while `self` lives.
+    pub fn raw_handle(&self) -> *mut std::ffi::c_void {
+        self.raw.cast()
+    }
+
+    /// The raw handle as cust's type, for the crate's launches and captures.
+    pub(crate) fn as_inner(&self) -> cu::CUstream {
         self.raw
     }
 

@@ -6,6 +6,15 @@ use std::str::FromStr;
 
 use crate::{CsrMatrix, Error, Result, RowStats, Scalar};
 
+pub(crate) mod balance;
+pub(crate) mod hot;
+pub(crate) mod narrow;
+pub(crate) mod parts;
+pub(crate) mod tuning;
+pub(crate) mod upload;
+
+pub use tuning::{Tuning, UploadOptions};
+
 /// The thread counts per row that the vector CSR kernel is compiled for.
 pub const VECTOR_THREADS_PER_ROW: [u32; 5] = [2, 4, 8, 16, 32];
 
@@ -14,10 +23,10 @@ pub const VECTOR_THREADS_PER_ROW: [u32; 5] = [2, 4, 8, 16, 32];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnLayout {
     /// Every entry within 32767 of the diagonal: ELL and SELL store 16-bit offsets
-    /// ([`super::narrow`]).
+    /// ([`crate::gpu::narrow`]).
     Narrow,
-    /// Not narrow, but at least [`super::balance::LOCAL_MIN_SHARE`] of the entries within
-    /// [`super::balance::NEAR_WINDOW`] of the diagonal (a 3D grid's far neighbours).
+    /// Not narrow, but at least [`crate::gpu::balance::LOCAL_MIN_SHARE`] of the entries within
+    /// [`crate::gpu::balance::NEAR_WINDOW`] of the diagonal (a 3D grid's far neighbours).
     Local,
     /// Neither: the columns are scattered (random graphs, random rows).
     Scattered,
@@ -85,13 +94,13 @@ pub enum KernelChoice {
     Vector,
     /// The vector CSR kernel with this many threads per row.
     VectorTpr(u32),
-    /// The ELLPACK kernel: a [`DeviceEll`](super::DeviceEll), or a
-    /// [`DeviceCsr`](super::DeviceCsr) uploaded with this choice (stored as ELLPACK).
+    /// The ELLPACK kernel: a [`DeviceEll`](crate::gpu::storage::ell::DeviceEll), or a
+    /// [`DeviceCsr`](crate::gpu::storage::csr::DeviceCsr) uploaded with this choice (stored as ELLPACK).
     Ell,
     /// The load-balanced CSR kernel.
     Balanced,
     /// The load-balanced CSR kernel with row blocks of this many threads (256 or 512:
-    /// [`RowShape::ALL`](super::balance::RowShape::ALL)) and no hot columns.
+    /// [`RowShape::ALL`](crate::gpu::balance::RowShape::ALL)) and no hot columns.
     BalancedThreads(u32),
     /// Sliced ELLPACK (SELL-C-σ) storage and kernel.
     Sell,
@@ -99,9 +108,9 @@ pub enum KernelChoice {
 
 impl KernelChoice {
     /// The shape of row blocks the choice forces ([`KernelChoice::BalancedThreads`]).
-    pub fn row_shape(self) -> Option<super::balance::RowShape> {
+    pub fn row_shape(self) -> Option<crate::gpu::plan::balance::RowShape> {
         match self {
-            KernelChoice::BalancedThreads(n) => super::balance::RowShape::with_threads(n as usize),
+            KernelChoice::BalancedThreads(n) => crate::gpu::plan::balance::RowShape::with_threads(n as usize),
             _ => None,
         }
     }
@@ -139,7 +148,7 @@ impl FromStr for KernelChoice {
             "sell" => Ok(KernelChoice::Sell),
             _ if s.starts_with("balanced:") => {
                 let n = s["balanced:".len()..].parse::<usize>().map_err(|_| bad())?;
-                let shape = super::balance::RowShape::with_threads(n).ok_or_else(bad)?;
+                let shape = crate::gpu::plan::balance::RowShape::with_threads(n).ok_or_else(bad)?;
                 Ok(KernelChoice::BalancedThreads(shape.threads as u32))
             }
             _ => {
@@ -213,7 +222,7 @@ impl fmt::Display for KernelChoice {
 ///    include some where a warp per row was faster still (up to 2.1x with 1000 rows over
 ///    160 MB), so the rule is on the safe side. H200 runs are in `docs/gpu-notes.md`. (With
 ///    fewer than 2816 rows the balanced kernel runs its chunks in chunk-major order,
-///    [`RowBlocks::sweep`](super::balance::RowBlocks::sweep), which takes most of a large
+///    [`RowBlocks::sweep`](crate::gpu::storage::balance::RowBlocks::sweep), which takes most of a large
 ///    `x`'s cost off it too: against that kernel a warp per row still won above the rule's
 ///    bounds, 0.99x-1.7x.)
 /// 2. **A small matrix** (at most [`SpmvPlan::SMALL_ROWS`] rows, half the resident threads of
@@ -244,7 +253,7 @@ impl fmt::Display for KernelChoice {
 ///      ([`SpmvPlan::small_mid_rows`]; the upload looks at the columns): on an H100
 ///      (2026-11-26, the H200 gave none), random rows of 20 to 44 on 50000 to 66000 rows ran
 ///      SELL in 0.61x to 0.87x the vector kernel's time, and 14 held-out pairs (rows of 22 to 46
-///      on 46000 to 67000 rows) 0.65x to 0.91x; on the H200 (session 20) rows of 27 on 50000
+///      on 46000 to 67000 rows) 0.65x to 0.91x; on the H200 (2026-11-26) rows of 27 on 50000
 ///      rows 0.94x / 0.82x, on 40000 rows a tie. Stencils of 27 per row (narrow
 ///      columns) ran SELL up to 1.21x slower in `f32` on both cards, so they keep it.
 /// 3. **Long, even rows** (mean at least [`SpmvPlan::LONG_MEAN`] = 256, longest at most twice
@@ -260,14 +269,14 @@ impl fmt::Display for KernelChoice {
 ///    width and ELL), after rows of 2500 on 40000 rows had run ELL 1.7x slower than 32
 ///    threads per row; on 48 others (28000 to 52000 rows of 320 to 3200) the rule's kernel
 ///    took 1.012x the fastest one's time in geometric mean, worst 1.115x (the rule before:
-///    1.101x, worst 1.648x; `docs/gpu-notes.md`, session 19). That fit had random columns;
+///    1.101x, worst 1.648x; `docs/gpu-notes.md`, 2026-11-26). That fit had random columns;
 ///    where every entry lies within 32767 of the diagonal (wide bands, and rows over fewer
 ///    than 32768 columns: the upload looks at the columns of long, even rows) the vector
 ///    kernel runs them, never ELL (`x` comes from the caches; ELL was 2-9x slower on bands),
 ///    with the most threads per row that leave a row of the mean at least 32 entries per
 ///    thread ([`SpmvPlan::batched_threads_per_row`]: 8 for rows of 256 to 511, 16 up to
 ///    1023, then 32), whatever the fill rule gives. The upload then stores the columns as
-///    16-bit offsets ([`super::narrow`]) and the kernel reads each row 4 entries per thread
+///    16-bit offsets ([`crate::gpu::narrow`]) and the kernel reads each row 4 entries per thread
 ///    at a time. On an H100 (2026-11-26; the H200 gave none), fitted on 19 matrices (14
 ///    bands of 257 to 6001 entries on 4000 to 150000 rows, 5 random rows of 300 to 2000
 ///    over as many columns) against every width of 4 to 32: 1.022x the fastest width's time
@@ -310,39 +319,39 @@ impl fmt::Display for KernelChoice {
 ///    slower than balanced; the circuit-like matrices (14%) keep SELL. Where the balanced
 ///    kernel would keep hot columns (SELL keeps none), the upload counts the columns and
 ///    runs it instead: the transposes of power-law graphs ran SELL 1.14x-1.26x slower
-///    (H200, 2026-11-27; `super::hot::hot_columns_for`). And where `x` takes more than half
+///    (H200, 2026-11-27; `crate::gpu::storage::hot::hot_columns_for`). And where `x` takes more than half
 ///    the L2 (rows of 8 or more; 60% for shorter rows) on scattered, spread columns without
 ///    hot columns, the balanced kernel runs in column parts instead (rule 6).
 /// 6. **Otherwise: balanced**, whose time follows the entry count whatever the row lengths
 ///    (power-law, R-MAT and web-like graphs: `powerlaw:1000000` 113 µs against 553 with a
 ///    warp per row; cuSPARSE takes 109 there: on random columns both are bound by the
 ///    gathers of `x`). When a few columns are read by many rows, the upload also gives it
-///    **hot columns** (their `x` in shared memory; the rule is in [`super::hot`]):
+///    **hot columns** (their `x` in shared memory; the rule is in [`crate::gpu::hot`]):
 ///    `rmat:21:16` 264.8 -> 229.5 µs (f64), 1.08x cuSPARSE in the bench run. Otherwise,
 ///    on a matrix of more than [`SpmvPlan::SMALL_NNZ`] entries with at least a quarter of
 ///    them within 2048 columns of the diagonal, its row blocks are twice as large
-///    ([`super::balance::choose_shape`]): web-like graphs 2-3% faster (`web:4000000` f64
+///    ([`crate::gpu::balance::choose_shape`]): web-like graphs 2-3% faster (`web:4000000` f64
 ///    350.9 -> 341.5 µs). Fitted on `web:4000000` (43% near the diagonal) and the power-law
 ///    matrices of `large` (0.1%), checked on `web:3000000:11` (`validate`) and
 ///    `web:2000000:5` (`check`), 2026-11-26.
 ///    Whatever the shape of the blocks (in row order, with or without hot columns; blocks in
 ///    chunk-major order have no such variant), when `x` takes 40% to 65% of the device's L2
 ///    (to 85% in blocks of 512 threads, whose columns lie near each other) the kernel
-///    gathers it with a 128-byte L2 prefetch ([`super::balance::prefetch_x`], where the rule was
+///    gathers it with a 128-byte L2 prefetch ([`crate::gpu::balance::prefetch_x`], where the rule was
 ///    fitted on the H100 and checked on the H200): `powerlaw:4000000` f64 488.4 -> 468.3 µs
 ///    and `web:4000000` f64 338.7 -> 334.3 on the H200, 8 held-out pairs there 0.955x-0.993x
 ///    (11 pairs of the fit sets' matrices 0.945x-0.987x), and no change outside the window. No
 ///    extra memory. Where `x` takes more than 60% of the L2, the columns are scattered and
 ///    spread (most entries not in a few columns), the rows hold 1.9 entries or more on
 ///    average and no hot columns are kept, the upload cuts the matrix into **column parts**
-///    of at most half the L2 each, run one after the other ([`super::split`]): power-law
+///    of at most half the L2 each, run one after the other ([`crate::gpu::split`]): power-law
 ///    graphs of 6 to 12 million rows in `f64` took 0.49x-0.71x the one-pass time on the
 ///    H200 (2026-11-27). So do the matrices rule 5 gives SELL (uniformly random rows), from
 ///    50% of the L2 where their rows hold 8 or more: 0.51x-1.01x SELL's time on 20 held-out
-///    pairs, 1.06x-1.87x cuSPARSE (H200, session 33).
+///    pairs, 1.06x-1.87x cuSPARSE (H200, 2026-11-27).
 ///
 /// ELL and SELL store each column as its 16-bit offset from the row when every entry lies
-/// within 32767 of the diagonal ([`super::narrow`]): 2 bytes less per slot, 8-16% faster on
+/// within 32767 of the diagonal ([`crate::gpu::narrow`]): 2 bytes less per slot, 8-16% faster on
 /// the grids and meshes of rules 4 and 5, whose times above are with 32-bit columns
 /// (`stencil27:100` 81.2 -> 69.4 µs, `lap2d:2000` 73.4 -> 67.6 µs, f64). SELL does so also
 /// when the other entries of its short rows lie in at most 255 far columns, reached through
@@ -350,7 +359,7 @@ impl fmt::Display for KernelChoice {
 ///
 /// The plan's storage costs device memory beyond the CSR arrays only for SELL (its padding,
 /// at most [`SpmvPlan::SELL_MAX_PADDING`] - 1 of the entries' bytes) and balanced (its row
-/// blocks: 8 bytes per 2048 entries; hot columns: 12 bytes per hot column); [`DeviceCsr::device_bytes`](super::DeviceCsr::device_bytes)
+/// blocks: 8 bytes per 2048 entries; hot columns: 12 bytes per hot column); [`DeviceCsr::device_bytes`](crate::gpu::storage::csr::DeviceCsr::device_bytes)
 /// gives the total and [`SpmvPlan::explain`] says it once the matrix is uploaded.
 ///
 /// # Example
@@ -382,25 +391,28 @@ pub struct SpmvPlan {
     max: usize,
     reason: String,
     memory: Option<(usize, usize)>,
-    /// What the upload found about hot columns ([`super::hot`]), when it uses them.
+    /// What the upload found about hot columns ([`crate::gpu::hot`]), when it uses them.
     hot: Option<String>,
     /// Why the upload counted the columns and kept none hot, when it did.
     no_hot: Option<String>,
     /// Why the balanced kernel gathers `x` with the L2 prefetch hint, when it does
-    /// ([`super::balance::prefetch_x`]).
+    /// ([`crate::gpu::balance::prefetch_x`]).
     prefetch_x: Option<String>,
     /// Whether the ELL or SELL slots, or the vector kernel's CSR columns, store 16-bit column
-    /// offsets ([`super::narrow`]).
+    /// offsets ([`crate::gpu::narrow`]).
     narrow: bool,
     /// How many far columns the narrow SELL slots reach through a table
-    /// ([`super::narrow::far_columns`]).
+    /// ([`crate::gpu::narrow::far_columns`]).
     far: usize,
-    /// The shape of the balanced kernel's row blocks and why ([`super::balance::choose_shape`]),
+    /// The shape of the balanced kernel's row blocks and why ([`crate::gpu::balance::choose_shape`]),
     /// when it runs without hot columns.
-    blocks: Option<(super::balance::RowShape, String)>,
-    /// How many column parts the balanced kernel runs in and why ([`super::split`]), when
+    blocks: Option<(crate::gpu::plan::balance::RowShape, String)>,
+    /// How many column parts the balanced kernel runs in and why ([`crate::gpu::split`]), when
     /// more than one.
     parts: Option<(usize, String)>,
+    /// The overrides the upload planned with ([`Tuning`]; none for a plan made from
+    /// statistics alone).
+    tuning: Tuning,
 }
 
 impl SpmvPlan {
@@ -457,7 +469,7 @@ impl SpmvPlan {
     /// Rule 4: the longest row of short rows ELL is chosen for...
     pub const ELL_AUTO_MAX_ROW: usize = 8;
     /// ...and of even rows whose every entry lies within 32767 of the diagonal (ELL stores
-    /// them as 16-bit offsets, [`super::narrow`]), when the upload has checked that.
+    /// them as 16-bit offsets, [`crate::gpu::narrow`]), when the upload has checked that.
     pub const ELL_NARROW_MAX_ROW: usize = 24;
     /// Rule 3: the mean row length from which even rows are long.
     pub const LONG_MEAN: f64 = 256.0;
@@ -529,10 +541,16 @@ impl SpmvPlan {
     /// [`KernelChoice::Auto`] and the matrices those rules look at: even rows short enough
     /// for rule 4 (at most [`Self::ELL_NARROW_MAX_ROW`] entries, ELL padding at most
     /// [`Self::ELL_AUTO_PADDING`]), rule 2's mid-length rows ([`Self::small_mid_rows`]) and
-    /// rule 3's long, even rows ([`Self::long_even_rows`]); `None` otherwise. Never [`ColumnLayout::Narrow`] with narrow columns turned off
-    /// ([`super::narrow::NARROW_COLUMNS_ENV`]). `stats` are `a`'s.
-    /// [`DeviceCsr::upload`](super::DeviceCsr::upload) plans with it.
-    pub fn column_layout<T: Scalar>(a: &CsrMatrix<T>, stats: &RowStats, choice: KernelChoice) -> Option<ColumnLayout> {
+    /// rule 3's long, even rows ([`Self::long_even_rows`]); `None` otherwise. Never
+    /// [`ColumnLayout::Narrow`] with narrow columns turned off ([`Tuning::narrow_columns`]).
+    /// `stats` are `a`'s.
+    /// [`DeviceCsr::upload`](crate::gpu::storage::csr::DeviceCsr::upload) plans with it.
+    pub fn column_layout<T: Scalar>(
+        a: &CsrMatrix<T>,
+        stats: &RowStats,
+        choice: KernelChoice,
+        tuning: &Tuning,
+    ) -> Option<ColumnLayout> {
         let even = stats.nnz > 0
             && stats.max <= Self::ELL_NARROW_MAX_ROW
             && stats.max as f64 * stats.nrows as f64 <= Self::ELL_AUTO_PADDING * stats.nnz as f64;
@@ -541,11 +559,9 @@ impl SpmvPlan {
         }
         // with narrow columns turned off (`SPGPU_NARROW_COLUMNS=0`) no matrix is narrow, but
         // scattered ones are still told from local ones
-        Some(if super::narrow::enabled() && super::narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX) {
+        Some(if tuning.narrow_allowed() && narrow::fits(a.row_offsets(), a.col_indices(), usize::MAX) {
             ColumnLayout::Narrow
-        } else if super::balance::near_diagonal_share(a.row_offsets(), a.col_indices())
-            >= super::balance::LOCAL_MIN_SHARE
-        {
+        } else if balance::near_diagonal_share(a.row_offsets(), a.col_indices()) >= balance::LOCAL_MIN_SHARE {
             ColumnLayout::Local
         } else {
             ColumnLayout::Scattered
@@ -608,7 +624,7 @@ impl SpmvPlan {
             }
             KernelChoice::Balanced => (SpmvKernel::Balanced, "forced by the user".to_string()),
             KernelChoice::BalancedThreads(n) => {
-                if super::balance::RowShape::with_threads(n as usize).is_none() {
+                if crate::gpu::plan::balance::RowShape::with_threads(n as usize).is_none() {
                     return Err(Error::InvalidArgument(format!(
                         "row blocks of {n} threads: the balanced kernel takes 256 or 512"
                     )));
@@ -636,6 +652,7 @@ impl SpmvPlan {
             far: 0,
             blocks: None,
             parts: None,
+            tuning: Tuning::default(),
         })
     }
 
@@ -749,8 +766,8 @@ impl SpmvPlan {
                      by 1-11% there)",
                     stats.nrows,
                     stats.max,
-                    100.0 * super::balance::LOCAL_MIN_SHARE,
-                    super::balance::NEAR_WINDOW,
+                    100.0 * crate::gpu::plan::balance::LOCAL_MIN_SHARE,
+                    crate::gpu::plan::balance::NEAR_WINDOW,
                     stats.ncols.saturating_mul(value_bytes) as f64 / (1u64 << 20) as f64,
                     Self::SCATTERED_MIN_X_BYTES >> 20
                 ),
@@ -767,7 +784,7 @@ impl SpmvPlan {
                      entry (<= {}): ELL streams 16-bit column offsets and values with no row offsets",
                     stats.nrows,
                     stats.max,
-                    super::narrow::MAX_OFFSET,
+                    crate::gpu::plan::narrow::MAX_OFFSET,
                     Self::ELL_AUTO_PADDING
                 ),
             );
@@ -1005,13 +1022,13 @@ impl SpmvPlan {
 
     /// Records the shape of the balanced kernel's row blocks and why, for
     /// [`explain`](SpmvPlan::explain).
-    pub(crate) fn set_blocks(&mut self, shape: super::balance::RowShape, why: String) {
+    pub(crate) fn set_blocks(&mut self, shape: crate::gpu::plan::balance::RowShape, why: String) {
         self.blocks = Some((shape, why));
     }
 
     /// The shape of the balanced kernel's row blocks, when the uploaded matrix runs it
-    /// without hot columns ([`super::balance::choose_shape`]).
-    pub fn row_shape(&self) -> Option<super::balance::RowShape> {
+    /// without hot columns ([`crate::gpu::balance::choose_shape`]).
+    pub fn row_shape(&self) -> Option<crate::gpu::plan::balance::RowShape> {
         self.blocks.as_ref().map(|b| b.0)
     }
 
@@ -1029,14 +1046,14 @@ impl SpmvPlan {
     }
 
     /// How many far columns the uploaded matrix's narrow SELL slots reach through a table
-    /// ([`super::narrow::far_columns`]): 0 unless [`narrow_columns`](SpmvPlan::narrow_columns)
+    /// ([`crate::gpu::narrow::far_columns`]): 0 unless [`narrow_columns`](SpmvPlan::narrow_columns)
     /// and some entries of its short rows lie farther than 32767 from the diagonal.
     pub fn far_columns(&self) -> usize {
         self.far
     }
 
     /// Whether the uploaded matrix's ELL or SELL slots, or its CSR columns for the vector
-    /// kernel, store each column as its 16-bit offset from the row ([`super::narrow`]).
+    /// kernel, store each column as its 16-bit offset from the row ([`crate::gpu::narrow`]).
     pub fn narrow_columns(&self) -> bool {
         self.narrow
     }
@@ -1053,22 +1070,33 @@ impl SpmvPlan {
     }
 
     /// Whether the uploaded matrix's balanced kernel gathers `x` with a 128-byte L2 prefetch
-    /// hint ([`balance::prefetch_x`](super::balance::prefetch_x)).
+    /// hint ([`balance::prefetch_x`](crate::gpu::balance::prefetch_x)).
     pub fn prefetch_x(&self) -> bool {
         self.prefetch_x.is_some()
     }
 
     /// Whether the uploaded matrix runs the balanced kernel with hot columns
-    /// ([`super::hot`]).
+    /// ([`crate::gpu::hot`]).
     pub fn hot_columns(&self) -> bool {
         self.hot.is_some()
     }
 
-    /// How many column parts the balanced kernel runs the matrix in ([`super::split`]): 1
-    /// unless `x` takes more than 60% of the L2 ([`super::split::MIN_X_L2_SHARE`]) and the
+    /// How many column parts the balanced kernel runs the matrix in ([`crate::gpu::split`]): 1
+    /// unless `x` takes more than 60% of the L2 ([`crate::gpu::split::MIN_X_L2_SHARE`]) and the
     /// upload cut the columns.
     pub fn column_parts(&self) -> usize {
         self.parts.as_ref().map_or(1, |(k, _)| *k)
+    }
+
+    /// Records the overrides the upload planned with, which [`explain`](SpmvPlan::explain)
+    /// names.
+    pub(crate) fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = tuning;
+    }
+
+    /// The overrides the plan was made with ([`set_tuning`](SpmvPlan::set_tuning)).
+    pub(crate) fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
     /// Records that the upload cut the matrix into `parts` column parts, and why, for
@@ -1098,6 +1126,7 @@ impl SpmvPlan {
             far: 0,
             blocks: None,
             parts: None,
+            tuning: Tuning::default(),
         }
     }
 
@@ -1192,7 +1221,7 @@ impl SpmvPlan {
 
     /// Rule 3 for long, even rows whose every entry lies within 32767 of the diagonal: the
     /// most threads per row (a power of two, at most the warp and 32) for which a row of
-    /// `mean` entries has at least [`VECTOR_BATCH_STEPS`](super::narrow::VECTOR_BATCH_STEPS)
+    /// `mean` entries has at least [`VECTOR_BATCH_STEPS`](crate::gpu::narrow::VECTOR_BATCH_STEPS)
     /// entries per thread, so that the vector kernel reads it 4 entries per thread at a time
     /// from 16-bit column offsets; at least 2.
     ///
@@ -1206,7 +1235,7 @@ impl SpmvPlan {
     /// ```
     pub fn batched_threads_per_row(mean: f64, warp_size: u32) -> u32 {
         let cap = warp_size.clamp(2, 32);
-        let steps = super::narrow::VECTOR_BATCH_STEPS as f64;
+        let steps = crate::gpu::plan::narrow::VECTOR_BATCH_STEPS as f64;
         VECTOR_THREADS_PER_ROW.iter().copied().filter(|&t| t <= cap && steps * f64::from(t) <= mean).max().unwrap_or(2)
     }
 
@@ -1301,8 +1330,11 @@ impl SpmvPlan {
             s += &format!(
                 "\n  columns: 16-bit offsets from the row (every entry within {} of the diagonal), 2 bytes per stored \
                  column instead of 4",
-                super::narrow::MAX_OFFSET
+                crate::gpu::plan::narrow::MAX_OFFSET
             );
+        }
+        for o in self.tuning.overrides() {
+            s += &format!("\n  override: {o}");
         }
         s
     }
@@ -1442,10 +1474,11 @@ mod tests {
             let offsets: Vec<u64> = (0..=n as u64).map(|r| 2 * r).collect();
             CsrMatrix::try_from_parts(n, n, offsets, cols, vec![1.0f64; 2 * n]).unwrap()
         };
-        let layout = |a: &CsrMatrix<f64>, choice| SpmvPlan::column_layout(a, &a.row_stats(), choice);
+        let layout =
+            |a: &CsrMatrix<f64>, choice| SpmvPlan::column_layout(a, &a.row_stats(), choice, &Tuning::from_env());
         let auto = KernelChoice::Auto;
         // SPGPU_NARROW_COLUMNS=0 in the environment turns narrow columns off: then local
-        let near = if crate::gpu::narrow::enabled() { ColumnLayout::Narrow } else { ColumnLayout::Local };
+        let near = if Tuning::from_env().narrow_allowed() { ColumnLayout::Narrow } else { ColumnLayout::Local };
         assert_eq!(layout(&shifted(1), auto), Some(near));
         // half the entries on the diagonal, the other half 40000 away: near, not narrow
         assert_eq!(layout(&shifted(40_000), auto), Some(ColumnLayout::Local));
@@ -1642,7 +1675,10 @@ mod tests {
         );
         // the upload looks at the columns of long, even rows
         let band = crate::gen::banded::<f64>(2000, 150, 1);
-        assert!(SpmvPlan::column_layout(&band, &band.row_stats(), auto).is_some(), "rows of 301 are looked at");
+        assert!(
+            SpmvPlan::column_layout(&band, &band.row_stats(), auto, &Tuning::default()).is_some(),
+            "rows of 301 are looked at"
+        );
     }
 
     #[test]
@@ -1742,6 +1778,34 @@ mod tests {
             SpmvPlan::with_choice::<f64>(&s, 32, KernelChoice::Vector).unwrap().kernel(),
             SpmvKernel::Vector { threads_per_row: 4 }
         );
+    }
+
+    #[test]
+    fn a_programmatic_override_changes_the_decision_and_explain_names_it() {
+        // a band of rows of 17 (every entry within 32767 of the diagonal): ELL from its
+        // narrow columns; with narrow columns turned off in the tuning, the columns are only
+        // near the diagonal, and the rows go to SELL
+        let band = crate::gen::banded::<f64>(200_000, 8, 1);
+        let stats = band.row_stats();
+        let auto = KernelChoice::Auto;
+        let plan_with = |tuning: Tuning| {
+            let columns = SpmvPlan::column_layout(&band, &stats, auto, &tuning);
+            let mut p = SpmvPlan::with_columns::<f64>(&stats, 32, auto, columns).unwrap();
+            p.set_tuning(tuning);
+            p
+        };
+        let rule = plan_with(Tuning::default());
+        assert_eq!(rule.kernel(), SpmvKernel::Ell, "{}", rule.explain());
+        assert!(!rule.explain().contains("override"), "{}", rule.explain());
+        let off = Tuning { narrow_columns: Some(false), ..Tuning::default() };
+        let p = plan_with(off);
+        assert_eq!(p.kernel(), SpmvKernel::Sell, "{}", p.explain());
+        assert!(p.explain().contains("override: SPGPU_NARROW_COLUMNS=0"), "{}", p.explain());
+        assert_eq!(p.overrides(), vec!["SPGPU_NARROW_COLUMNS=0".to_string()]);
+        // the same matrix, device and tuning: the same plan
+        assert_eq!(plan_with(off), p);
+        let parts = Tuning { column_parts: Some(2), ..Tuning::default() };
+        assert!(plan_with(parts).explain().contains("override: SPGPU_COLUMN_PARTS=2"));
     }
 
     #[test]

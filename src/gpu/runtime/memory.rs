@@ -36,8 +36,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockW
 use cust::memory::{DeviceCopy, DevicePointer};
 use cust::sys as cu;
 
-use super::Context;
 use crate::error::DriverError;
+use crate::gpu::runtime::context::Context;
 use crate::{Error, Result};
 
 static CAPTURE_GATE: RwLock<()> = RwLock::new(());
@@ -157,7 +157,7 @@ pub const PINNED_STAGING_ENV: &str = "SPGPU_PINNED_STAGING";
 #[derive(Debug)]
 pub(crate) struct Staging {
     bufs: [*mut u8; 2],
-    events: [super::Event; 2],
+    events: [crate::gpu::runtime::stream::Event; 2],
     pending: [bool; 2],
     /// Set when a staged upload failed: a copy might still read a buffer that its event
     /// does not cover, so the buffers are not used again.
@@ -179,7 +179,11 @@ impl Staging {
             return Ok(None);
         }
         let flags = cust::event::EventFlags::DISABLE_TIMING;
-        let (Ok(e0), Ok(e1)) = (super::Event::new(flags), super::Event::new(flags)) else { return Ok(None) };
+        let (Ok(e0), Ok(e1)) =
+            (crate::gpu::runtime::stream::Event::new(flags), crate::gpu::runtime::stream::Event::new(flags))
+        else {
+            return Ok(None);
+        };
         let events = [e0, e1];
         let mut st = Staging { bufs: [std::ptr::null_mut(); 2], events, pending: [false; 2], broken: false };
         for b in &mut st.bufs {
@@ -278,7 +282,7 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// Overwrites the memory with `src` (`src.len() == self.len()`, checked), after the
     /// work queued before on the context's stream; complete when this returns.
     pub(crate) fn copy_from_host(&mut self, src: &[U], what: &str) -> Result<()> {
-        super::vector::check_len("copy to the device: length of the source", self.len, src.len())?;
+        crate::gpu::runtime::vector::check_len("copy to the device: length of the source", self.len, src.len())?;
         self.copy_from_host_at(0, src, what)
     }
 
@@ -411,7 +415,7 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// Copies the memory into `dst` (`dst.len() == self.len()`, checked), after the work
     /// queued before on the context's stream; complete when this returns.
     pub(crate) fn copy_to_host(&self, dst: &mut [U], what: &str) -> Result<()> {
-        super::vector::check_len("copy to the host: length of the destination", self.len, dst.len())?;
+        crate::gpu::runtime::vector::check_len("copy to the host: length of the destination", self.len, dst.len())?;
         let bytes = bytes_of::<U>(self.len, what)?;
         {
             let _gate = gate_shared();
@@ -430,7 +434,7 @@ impl<U: DeviceCopy> DeviceMemory<U> {
     /// `self = src` on the device, queued on the context's stream (no wait). Lengths must
     /// match (checked).
     pub(crate) fn copy_from_device(&mut self, src: &DeviceMemory<U>, what: &str) -> Result<()> {
-        super::vector::check_len("device copy: length of the source", self.len, src.len)?;
+        crate::gpu::runtime::vector::check_len("device copy: length of the source", self.len, src.len)?;
         let bytes = bytes_of::<U>(self.len, what)?;
         let _gate = gate_shared();
         self.ctx.make_current()?;

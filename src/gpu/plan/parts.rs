@@ -1,11 +1,12 @@
-//! Column parts: a matrix whose `x` takes most of the L2 or more, cut into ranges of
-//! columns, each run by the balanced kernel in turn.
+//! The rule of column parts: a matrix whose `x` takes most of the L2 or more is cut into
+//! ranges of columns, each run by the balanced kernel in turn. The parts are cut by
+//! [`storage::split`](crate::gpu::storage::split).
 //!
 //! The balanced kernel gathers one entry of `x` per entry of the matrix. While `x` takes a
 //! small part of the L2 those gathers are L2 hits; as it grows, on scattered columns, more
 //! of them go to DRAM, which serves random sectors at half the L2's rate or less (on the
 //! H200, 156 G random gathers per second from an `x` of up to 31 MiB, 78 G/s from 61 MiB:
-//! `docs/gpu-notes.md`, session 19), while the streamed entries compete for the L2 too. Cut
+//! `docs/gpu-notes.md`, 2026-11-26), while the streamed entries compete for the L2 too. Cut
 //! into parts of at most [`PART_L2_SHARE`] of the L2 each, `x` is gathered one part after
 //! the other: the first part computes `y = alpha*A_0*x + beta*y`, each next part adds
 //! `alpha*A_k*x`. Every part keeps all the rows (empty where a row has no entry in its
@@ -31,13 +32,13 @@
 //! two up to 100%, three up to 150%) takes the fastest of those measured on every row up to
 //! 127% (at 51% one pass and two parts are within 2%); at 153% it gives four parts, not
 //! measured. Not where the one pass keeps hot columns (R-MAT graphs lost 7-9% in parts:
-//! [`super::hot`]). Held out: `powerlaw:7000000:9` f64 (`x` at 89%) took 0.654x the one
+//! [`crate::gpu::hot`]). Held out: `powerlaw:7000000:9` f64 (`x` at 89%) took 0.654x the one
 //! pass's time in two parts (1.54x cuSPARSE against 1.006x).
 //!
-//! **In place of SELL** (session 33, the same method): rows of uniformly random columns,
+//! **In place of SELL** (H200, 2026-11-27, the same method): rows of uniformly random columns,
 //! which rule 5 gives SELL, gain more and sooner, since SELL gathers `x` without the L2
 //! prefetch hint that the balanced kernel's one pass uses from 40% of the L2
-//! ([`super::balance::PREFETCH_X_L2_SHARE`]). Time in parts (the rule's count, or the
+//! ([`crate::gpu::storage::balance::PREFETCH_X_L2_SHARE`]). Time in parts (the rule's count, or the
 //! fastest of 2 and 3 where the rule then gave one pass) against SELL in one pass:
 //!
 //! | matrix | `x` / L2 (f64, f32) | f64 | f32 |
@@ -62,7 +63,7 @@
 //!
 //! **Skewed columns stay in one pass.** R-MAT graphs whose columns are too unevenly read for
 //! parts but not enough for hot columns lost in parts: `rmat:24:2` f64 took 454 µs in one
-//! pass, 501 in two parts and 554 in three (session 32); held out in session 33,
+//! pass, 501 in two parts and 554 in three (H200, 2026-11-27); held out later that day,
 //! `rmat:24:3`, `rmat:24:4` and `rmat:23:3` f64 took 1.13x-1.29x the one pass's time, and
 //! `rmat:24:4` f32 1.08x. Their popular columns stay in the L2 in one pass. So the rule asks
 //! that the entries spread over the columns ([`spread`], [`MIN_SPREAD`]).
@@ -70,17 +71,15 @@
 //! Each row's sum is its parts' sums added in column order, a fixed order: repeated calls
 //! give the same bits (not the bits of one pass, which adds the entries in another order).
 
-use rayon::prelude::*;
-
-use super::SpmvKernel;
-use crate::{CsrMatrix, Scalar};
+pub use crate::gpu::plan::tuning::COLUMN_PARTS_ENV;
+use crate::gpu::plan::{SpmvKernel, Tuning};
 
 /// A part's `x` takes at most this share of the L2.
 pub const PART_L2_SHARE: f64 = 0.5;
 
 /// Parts begin where `x` takes more than this share of the L2, for a matrix that the
 /// balanced kernel would run in one pass: at 51% and 53% two parts and one pass (with the
-/// L2 prefetch of [`super::balance::prefetch_x`]) were within 2% of each other (0.978x;
+/// L2 prefetch of [`crate::gpu::balance::prefetch_x`]) were within 2% of each other (0.978x;
 /// `powerlaw:4000000` f64 1.007x), at 64% two parts took 0.772x-0.794x the time.
 pub const MIN_X_L2_SHARE: f64 = 0.6;
 
@@ -93,7 +92,7 @@ pub const MIN_X_L2_SHARE_SELL: f64 = 0.5;
 /// Rows this long on average, in place of SELL, take parts from [`MIN_X_L2_SHARE_SELL`];
 /// shorter rows from [`MIN_X_L2_SHARE`], since each part costs the same per row while the
 /// gathers it saves are fewer: `uniform:4000000:4000000:4:3` f64 (`x` at 51%, 4 per row)
-/// took 1.10x the time of SELL in two parts (held out, session 33), where rows of 9, 10, 12
+/// took 1.10x the time of SELL in two parts (held out, H200, 2026-11-27), where rows of 9, 10, 12
 /// and 20 gained or broke even at 51% to 57%. Rows of 6 gained too at 57% (f32, 0.905x),
 /// which this bound gives up.
 pub const SELL_EARLY_MEAN_ROW: f64 = 8.0;
@@ -110,9 +109,9 @@ pub const MIN_MEAN_ROW: f64 = 1.9;
 /// `SPREAD_SHARE` of the columns ([`spread`]). Uniformly random columns give 0.81-1.00
 /// (power-law graphs 0.93, uniform rows of 3 to 16 0.81-0.94, their transposes 1.00), R-MAT
 /// graphs 0.08-0.10: there the one pass finds the popular columns in the L2, and parts
-/// lost (session 33, held out on the H200, the rule without this test: `rmat:24:3`,
+/// lost (held out on the H200, 2026-11-27, the rule without this test: `rmat:24:3`,
 /// `rmat:24:4`, `rmat:23:3` f64 and `rmat:24:4` f32 took 1.08x-1.29x the time of one pass;
-/// session 32: `rmat:24:2`, 1.10x-1.22x). With the test, R-MAT graphs of 2 to 5 per row
+/// and a first run that day: `rmat:24:2`, 1.10x-1.22x). With the test, R-MAT graphs of 2 to 5 per row
 /// and 8 to 33 million columns stayed in one pass (held out: `rmat:23:5:2`, `rmat:25:2`,
 /// `transpose:rmat:24:3`).
 ///
@@ -120,7 +119,7 @@ pub const MIN_MEAN_ROW: f64 = 1.9;
 /// (Poisson: 0.71 at 1.6 per column, 0.59 at 1, 0.5 near 0.75): below about 0.75 per column
 /// the gate keeps one pass, where `x` is read about once per entry, parts or not. Not
 /// measured: the fewest per column measured in parts was 1.6 (`uniform:1000000:10000000:16`
-/// in session 32's first measurement, each column range run as a matrix of its own: 0.66x
+/// in the first measurement (H200, 2026-11-27), each column range run as a matrix of its own: 0.66x
 /// the time of one pass).
 pub const MIN_SPREAD: f64 = 0.5;
 
@@ -183,11 +182,6 @@ pub const MAX_PARTS: usize = 16;
 /// storage with room left for the row blocks.
 pub const MAX_EXTRA_OFFSETS: f64 = 0.2;
 
-/// Set to `0` to run one pass whatever the rule says, or to a number of parts to force it
-/// (on the matrices that pass the rest of the rule: scattered and spread columns, no hot
-/// columns, not few rows, the automatic plan giving SELL or the balanced kernel), to compare.
-pub const COLUMN_PARTS_ENV: &str = "SPGPU_COLUMN_PARTS";
-
 /// How many column parts the rule gives a matrix of `nrows` rows, `ncols` columns and `nnz`
 /// entries with values of `value_bytes` bytes, on a device with an L2 of `l2_bytes`, in
 /// place of `one_pass` (the kernel the plan gives it, SELL or balanced): 1 (one pass)
@@ -228,7 +222,7 @@ pub fn column_parts(
     {
         return 1;
     }
-    let offset = if super::positions::positions_need_64_bits(nnz) { 8.0 } else { 4.0 };
+    let offset = if nnz > crate::INDEX_LIMIT { 8.0 } else { 4.0 };
     let csr = offset * (nrows as f64 + 1.0) + (4 + value_bytes) as f64 * nnz as f64;
     let by_memory = 1 + (MAX_EXTRA_OFFSETS * csr / (offset * (nrows as f64 + 1.0))) as usize;
     ((x_bytes / (PART_L2_SHARE * l2_bytes as f64)).ceil() as usize).clamp(1, MAX_PARTS.min(by_memory))
@@ -246,10 +240,10 @@ pub(crate) fn min_x_l2_share(nrows: usize, nnz: usize, one_pass: SpmvKernel) -> 
 }
 
 /// Why a matrix of `nrows` rows and `nnz` entries whose columns [`spread`] as `spread` is
-/// cut in place of `one_pass`, for the plan's explanation: [`COLUMN_PARTS_ENV`]'s count, or
-/// the rule's terms.
-pub(crate) fn rule_note(nrows: usize, nnz: usize, one_pass: SpmvKernel, spread: f64) -> String {
-    if let Some(k) = forced_parts() {
+/// cut in place of `one_pass`, for the plan's explanation: the count [`Tuning::column_parts`]
+/// forces ([`COLUMN_PARTS_ENV`]), or the rule's terms.
+pub(crate) fn rule_note(nrows: usize, nnz: usize, one_pass: SpmvKernel, spread: f64, tuning: &Tuning) -> String {
+    if let Some(k) = tuning.column_parts {
         return format!("{COLUMN_PARTS_ENV}={k}");
     }
     format!(
@@ -263,113 +257,28 @@ pub(crate) fn rule_note(nrows: usize, nnz: usize, one_pass: SpmvKernel, spread: 
     )
 }
 
-/// The count of parts [`COLUMN_PARTS_ENV`] forces, if it is set to a number.
-fn forced_parts() -> Option<usize> {
-    std::env::var(COLUMN_PARTS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok())
-}
-
-/// [`column_parts`] for `a` on a device with an L2 of `l2_bytes`, or what
-/// [`COLUMN_PARTS_ENV`] forces.
-pub(crate) fn parts_for<T: Scalar>(a: &CsrMatrix<T>, l2_bytes: usize, one_pass: SpmvKernel) -> usize {
-    match forced_parts() {
+/// [`column_parts`] for a matrix of `nrows` rows, `ncols` columns and `nnz` entries of
+/// `value_bytes` bytes on a device with an L2 of `l2_bytes`, or what [`Tuning::column_parts`]
+/// forces (0: one pass; at most [`MAX_PARTS`] and one part per column).
+pub(crate) fn parts_for(
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    value_bytes: usize,
+    l2_bytes: usize,
+    one_pass: SpmvKernel,
+    tuning: &Tuning,
+) -> usize {
+    match tuning.column_parts {
         Some(0) => 1,
-        Some(k) => k.clamp(1, MAX_PARTS).min(a.ncols().max(1)),
-        None => column_parts(a.nrows(), a.ncols(), a.nnz(), T::BYTES, l2_bytes, one_pass),
+        Some(k) => k.clamp(1, MAX_PARTS).min(ncols.max(1)),
+        None => column_parts(nrows, ncols, nnz, value_bytes, l2_bytes, one_pass),
     }
-}
-
-/// The first column of part `k` of `parts` over `ncols` columns (`k == parts`: `ncols`).
-pub fn part_start(ncols: usize, parts: usize, k: usize) -> usize {
-    (ncols as u128 * k as u128 / parts.max(1) as u128) as usize
-}
-
-/// The entries of `a` in columns `lo..hi`, as a matrix of the same shape. In parallel over
-/// rows.
-pub fn column_range<T: Scalar>(a: &CsrMatrix<T>, lo: usize, hi: usize) -> CsrMatrix<T> {
-    let off = a.row_offsets();
-    let (cols, vals) = (a.col_indices(), a.values());
-    // columns are sorted within a row: the range is one run of it
-    let run = |r: usize| {
-        let (s, e) = (off[r] as usize, off[r + 1] as usize);
-        let first = s + cols[s..e].partition_point(|&j| (j as usize) < lo);
-        (first, first + cols[first..e].partition_point(|&j| (j as usize) < hi))
-    };
-    let nrows = a.nrows();
-    let mut offsets: Vec<u64> = Vec::with_capacity(nrows + 1);
-    offsets.push(0);
-    offsets.par_extend((0..nrows).into_par_iter().map(|r| {
-        let (first, last) = run(r);
-        (last - first) as u64
-    }));
-    for r in 0..nrows {
-        offsets[r + 1] += offsets[r];
-    }
-    let nnz = offsets[nrows] as usize;
-    let (mut c, mut v) = (vec![0u32; nnz], vec![T::ZERO; nnz]);
-    // rows in pieces, each filling its own stretch of the new arrays
-    let mut pieces = Vec::new();
-    let (mut c_rest, mut v_rest) = (c.as_mut_slice(), v.as_mut_slice());
-    for r0 in (0..nrows).step_by(PIECE_ROWS) {
-        let r1 = (r0 + PIECE_ROWS).min(nrows);
-        let len = (offsets[r1] - offsets[r0]) as usize;
-        let (cp, cr) = std::mem::take(&mut c_rest).split_at_mut(len);
-        let (vp, vr) = std::mem::take(&mut v_rest).split_at_mut(len);
-        (c_rest, v_rest) = (cr, vr);
-        pieces.push((r0, r1, cp, vp));
-    }
-    pieces.into_par_iter().for_each(|(r0, r1, cp, vp)| {
-        let mut at = 0;
-        for r in r0..r1 {
-            let (first, last) = run(r);
-            cp[at..at + last - first].copy_from_slice(&cols[first..last]);
-            vp[at..at + last - first].copy_from_slice(&vals[first..last]);
-            at += last - first;
-        }
-    });
-    CsrMatrix::try_from_parts(nrows, a.ncols(), offsets, c, v).expect("a column range of a valid matrix is valid")
-}
-
-/// Rows per piece of [`column_range`]'s parallel copy.
-const PIECE_ROWS: usize = 1 << 15;
-
-/// The parts' matrices put back together: each row's entries, part after part.
-pub fn join<T: Scalar>(parts: &[CsrMatrix<T>]) -> CsrMatrix<T> {
-    let (nrows, ncols) = (parts[0].nrows(), parts[0].ncols());
-    let nnz = parts.iter().map(CsrMatrix::nnz).sum();
-    let mut offsets = Vec::with_capacity(nrows + 1);
-    offsets.push(0u64);
-    let (mut c, mut v) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
-    for r in 0..nrows {
-        for p in parts {
-            let (pc, pv) = p.row(r);
-            c.extend_from_slice(pc);
-            v.extend_from_slice(pv);
-        }
-        offsets.push(c.len() as u64);
-    }
-    CsrMatrix::try_from_parts(nrows, ncols, offsets, c, v).expect("parts of a valid matrix join into one")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parts_cover_the_columns_and_join_back() {
-        // more rows than a piece of the parallel copy, some empty
-        let a = crate::gen::power_law::<f64>(3 * PIECE_ROWS + 17, 1000, 1.2, 3.0, 900, 3);
-        for parts in [1, 2, 3, 7] {
-            let pieces: Vec<CsrMatrix<f64>> = (0..parts)
-                .map(|k| column_range(&a, part_start(1000, parts, k), part_start(1000, parts, k + 1)))
-                .collect();
-            assert_eq!(pieces.iter().map(CsrMatrix::nnz).sum::<usize>(), a.nnz());
-            for (k, p) in pieces.iter().enumerate() {
-                let (lo, hi) = (part_start(1000, parts, k), part_start(1000, parts, k + 1));
-                assert!(p.col_indices().iter().all(|&j| (lo..hi).contains(&(j as usize))), "part {k} of {parts}");
-            }
-            assert_eq!(join(&pieces), a, "{parts} parts");
-        }
-    }
 
     #[test]
     fn the_rule() {
@@ -420,15 +329,27 @@ mod tests {
         let want = (1.0 + (0.9 * 400_001.0 - 300_000.0) / 100_000.0) / 90.0;
         assert!((spread(&counts) - want).abs() < 1e-12, "{}", spread(&counts));
         let uniform = crate::gen::random_uniform::<f32>(20_000, 50_000, 16, 1);
-        let got = spread(&crate::gpu::hot::column_counts(uniform.col_indices(), uniform.ncols()));
+        let got = spread(&crate::gpu::plan::hot::column_counts(uniform.col_indices(), uniform.ncols()));
         assert!((0.85..=1.0).contains(&got), "uniform columns: {got}");
         let rmat = crate::gen::from_spec::<f32>("rmat:16:3").unwrap();
-        let got = spread(&crate::gpu::hot::column_counts(rmat.col_indices(), rmat.ncols()));
+        let got = spread(&crate::gpu::plan::hot::column_counts(rmat.col_indices(), rmat.ncols()));
         assert!(got < 0.2, "R-MAT: {got}");
         // rows of 3 (f64: 36 bytes of entries and 4 of offsets a row): a third part's
         // offsets would take just over 20%
         assert_eq!(parts(12_000_000, 12_000_000, 36_000_000, 8, Sell), 2);
-        assert_eq!(part_start(10, 3, 0), 0);
-        assert_eq!(part_start(10, 3, 3), 10);
+    }
+
+    #[test]
+    fn the_tuning_forces_a_count() {
+        let l2 = 60 << 20;
+        let t = |k| Tuning { column_parts: Some(k), ..Tuning::default() };
+        let (n, nnz) = (8_000_000, 104_000_000);
+        assert_eq!(parts_for(n, n, nnz, 8, l2, SpmvKernel::Balanced, &Tuning::default()), 3);
+        assert_eq!(parts_for(n, n, nnz, 8, l2, SpmvKernel::Balanced, &t(0)), 1);
+        assert_eq!(parts_for(n, n, nnz, 8, l2, SpmvKernel::Balanced, &t(2)), 2);
+        assert_eq!(parts_for(n, n, nnz, 8, l2, SpmvKernel::Balanced, &t(99)), MAX_PARTS);
+        assert_eq!(parts_for(10, 3, 30, 8, l2, SpmvKernel::Balanced, &t(5)), 3, "one part per column at most");
+        assert_eq!(rule_note(n, nnz, SpmvKernel::Sell, 0.9, &t(2)), "SPGPU_COLUMN_PARTS=2");
+        assert!(rule_note(n, nnz, SpmvKernel::Sell, 0.9, &Tuning::default()).starts_with("the rule: x past 50%"));
     }
 }
