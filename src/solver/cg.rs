@@ -1,5 +1,6 @@
 //! Conjugate gradient, generic over the operator and the backend.
 
+use super::amg::{Amg, AmgInfo, AmgParams, AutoChoice};
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::LinearOperator;
 use super::precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};
@@ -136,6 +137,9 @@ pub struct CgParams {
     pub max_iter: Option<usize>,
     /// The preconditioner [`cg`] builds (default none).
     pub preconditioner: PreconditionerKind,
+    /// The AMG setup's parameters, for [`PreconditionerKind::Amg`] and
+    /// [`PreconditionerKind::Auto`].
+    pub amg: AmgParams,
     /// Iterations enqueued between two checkpoints, where the residual norm and status are
     /// copied to the host (default 16). The iteration count is exact whatever the interval:
     /// once converged, the steps enqueued after do nothing.
@@ -148,9 +152,9 @@ pub struct CgParams {
     pub max_restarts: usize,
     /// Whether to record a batch of `check_interval` iterations once and replay it (as a
     /// CUDA graph on the device), which removes the host's per-launch cost (default true).
-    /// Backends and operators that cannot record (the host; a CSR matrix that runs the
-    /// vector kernel; a general preconditioner) launch step by step either way. The
-    /// iterates are the same bit for bit.
+    /// Backends and preconditioners that cannot record (the host; a general
+    /// preconditioner other than AMG, see [`Preconditioner::recordable`]) launch step by
+    /// step either way. The iterates are the same bit for bit.
     pub use_graphs: bool,
 }
 
@@ -161,6 +165,7 @@ impl Default for CgParams {
             atol: 0.0,
             max_iter: None,
             preconditioner: PreconditionerKind::None,
+            amg: AmgParams::default(),
             check_interval: 16,
             history: false,
             max_restarts: 3,
@@ -320,6 +325,11 @@ pub struct CgReport {
     pub check_time: Duration,
     /// `||r||` of the recurrence at every iteration (and at every start), when asked for.
     pub history: Option<Vec<f64>>,
+    /// The AMG hierarchy, when [`cg`] built one ([`PreconditionerKind::Amg`], or
+    /// [`PreconditionerKind::Auto`] choosing AMG).
+    pub amg: Option<AmgInfo>,
+    /// What [`PreconditionerKind::Auto`] chose and why.
+    pub auto: Option<AutoChoice>,
 }
 
 impl CgReport {
@@ -431,9 +441,10 @@ pub enum CgError {
     /// norm is computed without overflow).
     #[error("the right-hand side b has NaN or infinite entries")]
     NonFiniteInput,
-    /// The Jacobi preconditioner found a diagonal entry that is zero, negative or not finite.
+    /// The Jacobi or AMG preconditioner found a diagonal entry that is zero, negative or not
+    /// finite.
     #[error(
-        "Jacobi preconditioner: diagonal entry at row {row} is {value}; Jacobi needs a positive \
+        "preconditioner: diagonal entry at row {row} is {value}; Jacobi and AMG need a positive \
          diagonal (a symmetric positive definite matrix has one); use --precond none or check the matrix"
     )]
     InvalidDiagonal {
@@ -441,6 +452,32 @@ pub enum CgError {
         row: usize,
         /// The diagonal entry.
         value: f64,
+    },
+    /// AMG near-nullspace vectors whose length is not a whole number of columns of the
+    /// matrix's rows.
+    #[error(
+        "the AMG near-nullspace has {found} entries, which is not k columns of {rows} rows (the matrix's rows); \
+         give n x k values, column-major"
+    )]
+    NearNullspace {
+        /// The matrix's rows.
+        rows: usize,
+        /// The near-nullspace's length.
+        found: usize,
+    },
+    /// The AMG hierarchy's coarsest system is not positive definite (so neither is the
+    /// matrix, or it is not symmetric).
+    #[error(
+        "AMG: the coarsest system (level {level}) is not positive definite (Cholesky pivot {pivot:e} at its row \
+         {row}), so the matrix is not symmetric positive definite; CG cannot solve this system"
+    )]
+    CoarseNotPositiveDefinite {
+        /// The level (0 the finest).
+        level: usize,
+        /// The row of the coarsest matrix whose pivot failed.
+        row: usize,
+        /// The pivot.
+        pivot: f64,
     },
     /// A parameter outside its range.
     #[error("invalid CG parameter: {0}")]
@@ -461,8 +498,9 @@ impl CgError {
         }
     }
 
-    /// The report, mutably.
-    fn report_mut(&mut self) -> Option<&mut CgReport> {
+    /// The report, mutably (to add what was done before the solve, such as a
+    /// preconditioner's setup).
+    pub fn report_mut(&mut self) -> Option<&mut CgReport> {
         match self {
             CgError::Breakdown { report, .. }
             | CgError::NonFinite { report, .. }
@@ -511,16 +549,64 @@ where
     B: Backend<T>,
     A: LinearOperator<T, Vector = B::Vector>,
 {
+    if params.preconditioner != PreconditionerKind::None && op.nrows() != op.ncols() {
+        return Err(CgError::NotSquare { nrows: op.nrows(), ncols: op.ncols() });
+    }
     match params.preconditioner {
-        PreconditionerKind::None => cg_with(backend, op, &Identity, b, x, params, &mut |_| {}),
         PreconditionerKind::Jacobi => {
-            if op.nrows() != op.ncols() {
-                return Err(CgError::NotSquare { nrows: op.nrows(), ncols: op.ncols() });
-            }
             let jacobi = Jacobi::from_diagonal(backend, &op.diagonal()?)?;
             cg_with(backend, op, &jacobi, b, x, params, &mut |_| {})
         }
+        PreconditionerKind::Amg => {
+            let started = Instant::now();
+            let amg = Amg::build(backend, &op.host_matrix()?, &params.amg)?;
+            let setup = started.elapsed();
+            let result = cg_with(backend, op, &amg, b, x, params, &mut |_| {});
+            annotate(result, setup, Some(amg.info().clone()), None)
+        }
+        PreconditionerKind::Auto => {
+            let started = Instant::now();
+            let a = op.host_matrix()?;
+            let (amg, choice) = super::amg::build_auto(backend, &a, &params.amg)?;
+            match (amg, choice.chosen) {
+                (Some(amg), _) => {
+                    let setup = started.elapsed();
+                    let result = cg_with(backend, op, &amg, b, x, params, &mut |_| {});
+                    annotate(result, setup, Some(amg.info().clone()), Some(choice))
+                }
+                (None, PreconditionerKind::Jacobi) => {
+                    let jacobi = Jacobi::from_diagonal(backend, &a.diagonal())?;
+                    let setup = started.elapsed();
+                    annotate(cg_with(backend, op, &jacobi, b, x, params, &mut |_| {}), setup, None, Some(choice))
+                }
+                (None, _) => {
+                    let setup = started.elapsed();
+                    annotate(cg_with(backend, op, &Identity, b, x, params, &mut |_| {}), setup, None, Some(choice))
+                }
+            }
+        }
+        _ => cg_with(backend, op, &Identity, b, x, params, &mut |_| {}),
     }
+}
+
+/// Adds the preconditioner's setup (time, AMG hierarchy, Auto choice) to a solve's report,
+/// whether it converged or not.
+fn annotate(
+    mut result: Result<CgReport, CgError>,
+    setup: Duration,
+    amg: Option<AmgInfo>,
+    auto: Option<AutoChoice>,
+) -> Result<CgReport, CgError> {
+    let report = match &mut result {
+        Ok(report) => Some(report),
+        Err(e) => e.report_mut(),
+    };
+    if let Some(report) = report {
+        report.setup_time += setup;
+        report.amg = amg;
+        report.auto = auto;
+    }
+    result
 }
 
 /// [`cg`] with an explicit preconditioner (`params.preconditioner` is ignored) and a
@@ -718,6 +804,8 @@ where
         solve_time: Duration::ZERO,
         check_time: Duration::ZERO,
         history: None,
+        amg: None,
+        auto: None,
     };
 
     if b_norm == 0.0 {
@@ -748,7 +836,7 @@ where
         backend.copy(b, &mut r)?;
         op.apply(-T::ONE, x, T::ONE, &mut r)?;
         if general {
-            precond.apply(backend, &r, &mut z)?;
+            precond.apply_in(backend, &mut state, &r, &mut z)?;
         }
         backend.start(&mut state, tol2, &r, &z, form, &mut p)?;
         let mut ck = backend.checkpoint(&state)?;
@@ -769,12 +857,16 @@ where
                 }
                 backend.update(state, x, &mut r, &p, &q, form)?;
                 if general {
-                    precond.apply(backend, &r, &mut z)?;
+                    // the host knows when the solve has stopped: no cycle after that
+                    if backend.is_running(state) != Some(false) {
+                        precond.apply_in(backend, state, &r, &mut z)?;
+                    }
                     backend.rho_step(state, &r, &z)?;
                 }
                 backend.direction(state, &mut p, &r, &z, form)
             };
-            let batch = params.use_graphs && k == params.check_interval && k > 1;
+            // a general preconditioner is recorded only when it enqueues through the state
+            let batch = params.use_graphs && k == params.check_interval && k > 1 && (!general || precond.recordable());
             if batch && recording.is_none() && !recording_failed {
                 let mut steps_failed = false;
                 let recorded = backend.record(&mut state, op.device_matrix(), form, &mut |state| {
