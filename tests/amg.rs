@@ -2,6 +2,8 @@
 //! determinism, bad input and the Auto choice. Sizes are small so the file runs in seconds
 //! in a debug build.
 
+mod common;
+
 use spgpu::solver::{
     auto_precheck, cg, cg_with, Amg, AmgHierarchy, AmgParams, CgError, CgParams, CgReport, Host, PreconditionerKind,
     Smoother,
@@ -287,4 +289,24 @@ fn l1_jacobi_and_f32_converge_too() {
     let p = CgParams { rtol: 1e-4, ..params(PreconditionerKind::Amg) };
     let r = cg(&Host, &a32, &b, &mut x, &p).unwrap();
     assert!(r.iterations <= 12, "{}", r.iterations);
+}
+
+#[test]
+fn the_command_line_prints_the_levels_and_refuses_a_short_near_nullspace() {
+    let run = |args: &[&str]| std::process::Command::new(common::spgpu_binary()).args(args).output().unwrap();
+    let out = run(&["cg", "gen:lap2d:32", "--precond", "amg", "--device", "cpu"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("AMG hierarchy") && text.contains("operator complexity"), "{text}");
+    let out = run(&["cg", "gen:elast:4", "--precond", "auto", "--device", "cpu"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("auto: "), "{text}");
+    let path = std::env::temp_dir().join(format!("spgpu-amg-nullspace-{}.mtx", std::process::id()));
+    std::fs::write(&path, "%%MatrixMarket matrix array real general\n3 1\n1\n1\n1\n").unwrap();
+    let out =
+        run(&["cg", "gen:lap2d:8", "--precond", "amg", "--device", "cpu", "--near-nullspace", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("3 rows") && err.contains("64 rows"), "{err}");
 }

@@ -719,6 +719,31 @@ where
     result
 }
 
+/// The first batch of iterations of a solve whose batches are sized from the convergence
+/// rate (a general preconditioner on the device, see [`adaptive_batch`]).
+const FIRST_ADAPTIVE_BATCH: usize = 4;
+
+/// The iterations to enqueue before the next checkpoint when each costs a preconditioner
+/// cycle even past convergence: the iterations that `||r||^2` needs to get from `rr` to
+/// `tol2` at the rate seen over the last `steps` iterations (from `rr_before`), rounded
+/// up, between 1 and `cap`; `cap` when no rate can be seen (no progress, no steps).
+fn adaptive_batch(rr_before: f64, rr: f64, steps: usize, tol2: f64, cap: usize) -> usize {
+    let cap = cap.max(1);
+    if steps == 0 || !(rr > 0.0 && rr_before > 0.0 && rr.is_finite() && rr_before.is_finite() && tol2 > 0.0) {
+        return cap;
+    }
+    let rate = (rr / rr_before).ln() / steps as f64; // log of ||r||^2's factor per iteration
+    if rate >= 0.0 {
+        return cap;
+    }
+    let need = (tol2 / rr).ln() / rate;
+    if need.is_finite() {
+        (need.ceil().max(1.0) as usize).min(cap)
+    } else {
+        cap
+    }
+}
+
 /// What the solver does once the true residual of a start's last iterate is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Next {
@@ -830,6 +855,12 @@ where
     // A batch of check_interval iterations recorded once and replayed (CUDA graph).
     let mut recording: Option<B::Recording> = None;
     let mut recording_failed = false;
+    // A general preconditioner on a backend that cannot tell, without a round trip, that the
+    // solve has stopped (the device) runs its whole cycle in every enqueued iteration, even
+    // past convergence: there the batches are sized from the convergence rate seen so far
+    // (adaptive_batch), and one iteration is recorded and replayed batch-many times.
+    let adaptive = general && backend.is_running(&state).is_none();
+    let mut next_batch = if adaptive { FIRST_ADAPTIVE_BATCH.min(params.check_interval) } else { params.check_interval };
     loop {
         // (Re)start from the true residual r = b - A x.
         let t_start = Instant::now();
@@ -848,8 +879,11 @@ where
         }
         let t_solve = Instant::now();
         monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });
+        let (mut rr_seen, mut iterations_seen) = (ck.rr, ck.iterations);
         while ck.status == Status::Running && done + ck.iterations < max_iter {
-            let k = params.check_interval.min(max_iter - done - ck.iterations);
+            let k = next_batch.min(max_iter - done - ck.iterations);
+            // iterations in one recording: the batch, or one when adaptive
+            let per_recording = if adaptive { 1 } else { params.check_interval };
             let mut step = |state: &mut B::State, x: &mut B::Vector| -> crate::Result<()> {
                 if !backend.fused_spmv_alpha(state, op.device_matrix(), &p, &mut q)? {
                     op.apply(T::ONE, &p, T::ZERO, &mut q)?;
@@ -866,11 +900,13 @@ where
                 backend.direction(state, &mut p, &r, &z, form)
             };
             // a general preconditioner is recorded only when it enqueues through the state
-            let batch = params.use_graphs && k == params.check_interval && k > 1 && (!general || precond.recordable());
+            let batch = params.use_graphs
+                && (!general || precond.recordable())
+                && if adaptive { k >= 1 } else { k == params.check_interval && k > 1 };
             if batch && recording.is_none() && !recording_failed {
                 let mut steps_failed = false;
                 let recorded = backend.record(&mut state, op.device_matrix(), form, &mut |state| {
-                    let result = (0..k).try_for_each(|_| step(state, x));
+                    let result = (0..per_recording).try_for_each(|_| step(state, x));
                     steps_failed = result.is_err();
                     result
                 });
@@ -889,11 +925,16 @@ where
                 }
             }
             match &recording {
-                Some(rec) if batch => backend.replay(&mut state, rec)?,
+                Some(rec) if batch => (0..k / per_recording).try_for_each(|_| backend.replay(&mut state, rec))?,
                 _ => (0..k).try_for_each(|_| step(&mut state, x))?,
             }
             ck = backend.checkpoint(&state)?;
             monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });
+            if adaptive {
+                let steps = ck.iterations.saturating_sub(iterations_seen);
+                next_batch = adaptive_batch(rr_seen, ck.rr, steps, tol2, params.check_interval);
+                (rr_seen, iterations_seen) = (ck.rr, ck.iterations);
+            }
         }
         report.solve_time += t_solve.elapsed();
         if params.history {
@@ -970,6 +1011,17 @@ mod tests {
         assert_eq!(decide(Status::Running, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::Converged));
         assert_eq!(decide(Status::NonFinite, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::NonFinite));
         assert_eq!(decide(Status::Converged, f64::NAN, 1e-8, floor, true), Next::Stop(StopReason::NonFinite));
+    }
+
+    #[test]
+    fn adaptive_batches_aim_at_the_tolerance() {
+        // 1e-2 per iteration in ||r||^2: from 1e-4 to 1e-16 takes 6 more
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-16, 16), 6);
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-100, 16), 16); // capped
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-5, 16), 1); // almost there: at least one
+        assert_eq!(adaptive_batch(1.0, 2.0, 2, 1e-16, 16), 16); // no progress: the cap
+        assert_eq!(adaptive_batch(1.0, 1e-4, 0, 1e-16, 16), 16);
+        assert_eq!(adaptive_batch(f64::NAN, 1e-4, 2, 1e-16, 16), 16);
     }
 
     #[test]

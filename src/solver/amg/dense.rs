@@ -3,6 +3,7 @@
 //! only, so it records into the CUDA graph).
 
 use crate::CsrMatrix;
+use rayon::prelude::*;
 
 /// Why a dense Cholesky factorisation failed: the pivot of `row` was `pivot <= 0` (or not
 /// finite), so the matrix is not positive definite.
@@ -33,44 +34,52 @@ pub(crate) fn cholesky_inverse(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>, Not
             m[i * n + i] = 1.0;
         }
     }
-    // In place: lower triangle becomes L (A = L L').
+    // In place, row by row: the lower triangle becomes L (A = L L'), each entry's sum over
+    // two contiguous row prefixes.
     for j in 0..n {
-        let mut d = m[j * n + j];
+        let (done, rest) = m.split_at_mut(j * n);
+        let row_j = &mut rest[..n];
         for k in 0..j {
-            d -= m[j * n + k] * m[j * n + k];
+            let row_k = &done[k * n..k * n + k + 1];
+            let s: f64 = row_j[..k].iter().zip(&row_k[..k]).map(|(a, b)| a * b).sum();
+            row_j[k] = (row_j[k] - s) / row_k[k];
         }
+        let d = row_j[j] - row_j[..j].iter().map(|v| v * v).sum::<f64>();
         if !(d > 0.0 && d.is_finite()) {
             return Err(NotPositiveDefinite { row: j, pivot: d });
         }
-        let l = d.sqrt();
-        m[j * n + j] = l;
-        for i in j + 1..n {
-            let mut s = m[i * n + j];
-            for k in 0..j {
-                s -= m[i * n + k] * m[j * n + k];
-            }
-            m[i * n + j] = s / l;
+        row_j[j] = d.sqrt();
+    }
+    // L' row-major (so the back substitution reads rows too).
+    let mut lt = vec![0.0; n * n];
+    for i in 0..n {
+        for k in 0..=i {
+            lt[k * n + i] = m[i * n + k];
         }
     }
-    // W = L^-1 (lower triangular), column by column.
-    let mut w = vec![0.0; n * n];
-    for c in 0..n {
-        w[c * n + c] = 1.0 / m[c * n + c];
-        for i in c + 1..n {
-            let mut s = 0.0;
-            for k in c..i {
-                s -= m[i * n + k] * w[k * n + c];
+    // Column c of A^-1: L y = e_c (y_i = 0 for i < c), then L' x = y; columns in parallel.
+    let columns: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .map(|c| {
+            let mut y = vec![0.0; n];
+            for i in c..n {
+                let row = &m[i * n..i * n + i];
+                let s: f64 = row[c..].iter().zip(&y[c..i]).map(|(a, b)| a * b).sum();
+                y[i] = (if i == c { 1.0 } else { 0.0 } - s) / m[i * n + i];
             }
-            w[i * n + c] = s / m[i * n + i];
-        }
-    }
-    // A^-1 = W' W: entry (i, j) = sum_{k >= max(i, j)} w_ki w_kj.
+            for i in (0..n).rev() {
+                let row = &lt[i * n + i + 1..i * n + n];
+                let s: f64 = row.iter().zip(&y[i + 1..]).map(|(a, b)| a * b).sum();
+                y[i] = (y[i] - s) / lt[i * n + i];
+            }
+            y
+        })
+        .collect();
+    // Symmetric by construction: (x_ij + x_ji) / 2.
     let mut inv = vec![0.0; n * n];
     for i in 0..n {
-        for j in 0..=i {
-            let s: f64 = (i..n).map(|k| w[k * n + i] * w[k * n + j]).sum();
-            inv[i * n + j] = s;
-            inv[j * n + i] = s;
+        for j in 0..n {
+            inv[i * n + j] = 0.5 * (columns[j][i] + columns[i][j]);
         }
     }
     for i in (0..n).filter(|&i| inert[i]) {
