@@ -30,7 +30,8 @@ pub use graph::{circuit, graph_laplacian, random_geometric, rmat, rmat_with_stat
 pub use random::{banded, power_law, random_uniform};
 pub use spec::{available_host_memory, host_memory_limit, MEM_LIMIT_VAR};
 pub use stencil::{
-    elasticity_3d, elasticity_nnz, laplacian_2d, laplacian_3d_27pt, laplacian_3d_7pt, stencil_nnz, ELASTICITY_COUPLING,
+    elasticity_3d, elasticity_nnz, laplacian_2d, laplacian_3d_27pt, laplacian_3d_7pt, rigid_body_modes, stencil_nnz,
+    ELASTICITY_COUPLING,
 };
 
 use crate::{CsrMatrix, Scalar};

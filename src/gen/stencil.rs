@@ -196,3 +196,39 @@ pub fn elasticity_3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>, FormatError> {
         }
     })
 }
+
+/// The six rigid-body modes of [`elasticity_3d`]`(n)`, the near-nullspace for AMG
+/// ([`AmgParams::near_nullspace`](crate::solver::AmgParams::near_nullspace), with
+/// `block_size` 3): `3 n^3 x 6`, column-major. Columns 0-2 are the translations along x, y
+/// and z; columns 3-5 the rotations about the x, y and z axes through the grid's centre,
+/// from each point's coordinates `(x, y, z)` (grid units, centred): about x `(0, -z, y)`,
+/// about y `(z, 0, -x)`, about z `(-y, x, 0)`.
+///
+/// # Example
+///
+/// ```
+/// let b = spgpu::gen::rigid_body_modes(2);
+/// assert_eq!(b.len(), 3 * 8 * 6);
+/// // translation along y: unknown 1 of every point
+/// assert_eq!(&b[24..30], &[0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
+/// ```
+pub fn rigid_body_modes(n: usize) -> Vec<f64> {
+    let points = n * n * n;
+    let rows = 3 * points;
+    let mut b = vec![0.0; rows * 6];
+    let centre = (n as f64 - 1.0) / 2.0;
+    for p in 0..points {
+        let (x, y, z) = coords(p, n, n);
+        let (x, y, z) = (x as f64 - centre, y as f64 - centre, z as f64 - centre);
+        for a in 0..3 {
+            b[a * rows + 3 * p + a] = 1.0;
+        }
+        let rotations = [[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]];
+        for (r, mode) in rotations.iter().enumerate() {
+            for a in 0..3 {
+                b[(3 + r) * rows + 3 * p + a] = mode[a];
+            }
+        }
+    }
+    b
+}

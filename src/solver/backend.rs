@@ -1,8 +1,8 @@
 //! The vector space CG iterates in: host `Vec<T>` or device vectors, with the iteration's
 //! scalars kept where the vectors live.
 
-use super::operator::DeviceMatrix;
-use crate::{Result, Scalar};
+use super::operator::{DeviceMatrix, LinearOperator};
+use crate::{CsrMatrix, Result, Scalar};
 
 /// What a CG iteration's state says about the solve, as a checkpoint reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +135,9 @@ pub trait Backend<T: Scalar> {
     /// A recorded batch of iterations that can be replayed (a CUDA graph on the device;
     /// `()` on the host, which does not record).
     type Recording;
+    /// A matrix where this backend computes ([`Backend::matrix`]): `CsrMatrix<T>` on the
+    /// host, `DeviceCsr<T>` on the device.
+    type Matrix: LinearOperator<T, Vector = Self::Vector>;
 
     /// Length of a vector.
     fn len(&self, v: &Self::Vector) -> usize;
@@ -340,6 +343,80 @@ pub trait Backend<T: Scalar> {
     ///
     /// Backend failures.
     fn history(&self, state: &Self::State, count: usize) -> Result<Vec<f64>>;
+
+    /// Whether the state's status is still [`Status::Running`], when the backend can tell
+    /// without synchronizing (the host); `None` otherwise (the device). The solver skips a
+    /// general preconditioner's work once it knows the solve has stopped.
+    fn is_running(&self, state: &Self::State) -> Option<bool> {
+        let _ = state;
+        None
+    }
+
+    /// A matrix stored where this backend computes, for the operators of a preconditioner's
+    /// hierarchy: the host keeps a copy of `a`; the device uploads it with its own SpMV plan
+    /// ([`DeviceCsr::upload`](crate::gpu::DeviceCsr::upload)).
+    ///
+    /// # Errors
+    ///
+    /// Allocation and upload failures.
+    fn matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
+
+    /// `y = alpha*A*x + beta*y` for a matrix made by [`Backend::matrix`], enqueued with the
+    /// iteration's state (so that it is recorded with the iteration on the device); with
+    /// `beta == 0`, `y` is not read. `alpha` and `beta` are rounded to `T`.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn spmv(
+        &self,
+        state: &mut Self::State,
+        a: &Self::Matrix,
+        alpha: f64,
+        x: &Self::Vector,
+        beta: f64,
+        y: &mut Self::Vector,
+    ) -> Result<()>;
+
+    /// `y = a*x + b*y`, computed in `f64` and rounded to `T`; with `b == 0`, `y` is not read.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn axpby(&self, state: &mut Self::State, a: f64, x: &Self::Vector, b: f64, y: &mut Self::Vector) -> Result<()>;
+
+    /// One step of a Chebyshev smoother: `d = c1 * dinv .* r + c2 * d` (with `c2 == 0`, `d`
+    /// is not read), rounded to `T`, then `x += d`.
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    #[allow(clippy::too_many_arguments)]
+    fn chebyshev_step(
+        &self,
+        state: &mut Self::State,
+        c1: f64,
+        c2: f64,
+        dinv: &Self::Vector,
+        r: &Self::Vector,
+        d: &mut Self::Vector,
+        x: &mut Self::Vector,
+    ) -> Result<()>;
+
+    /// One Jacobi step: `x += w * dinv .* r` (l1-Jacobi when `dinv` holds the inverse l1
+    /// row norms).
+    ///
+    /// # Errors
+    ///
+    /// Dimension mismatches and backend failures.
+    fn jacobi_step(
+        &self,
+        state: &mut Self::State,
+        w: f64,
+        dinv: &Self::Vector,
+        r: &Self::Vector,
+        x: &mut Self::Vector,
+    ) -> Result<()>;
 
     /// Waits until all enqueued work is done (a no-op on the host).
     ///

@@ -1,5 +1,6 @@
 //! Conjugate gradient, generic over the operator and the backend.
 
+use super::amg::{Amg, AmgInfo, AmgParams, AutoChoice};
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::LinearOperator;
 use super::precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};
@@ -136,6 +137,9 @@ pub struct CgParams {
     pub max_iter: Option<usize>,
     /// The preconditioner [`cg`] builds (default none).
     pub preconditioner: PreconditionerKind,
+    /// The AMG setup's parameters, for [`PreconditionerKind::Amg`] and
+    /// [`PreconditionerKind::Auto`].
+    pub amg: AmgParams,
     /// Iterations enqueued between two checkpoints, where the residual norm and status are
     /// copied to the host (default 16). The iteration count is exact whatever the interval:
     /// once converged, the steps enqueued after do nothing.
@@ -148,9 +152,9 @@ pub struct CgParams {
     pub max_restarts: usize,
     /// Whether to record a batch of `check_interval` iterations once and replay it (as a
     /// CUDA graph on the device), which removes the host's per-launch cost (default true).
-    /// Backends and operators that cannot record (the host; a CSR matrix that runs the
-    /// vector kernel; a general preconditioner) launch step by step either way. The
-    /// iterates are the same bit for bit.
+    /// Backends and preconditioners that cannot record (the host; a general
+    /// preconditioner other than AMG, see [`Preconditioner::recordable`]) launch step by
+    /// step either way. The iterates are the same bit for bit.
     pub use_graphs: bool,
 }
 
@@ -161,6 +165,7 @@ impl Default for CgParams {
             atol: 0.0,
             max_iter: None,
             preconditioner: PreconditionerKind::None,
+            amg: AmgParams::default(),
             check_interval: 16,
             history: false,
             max_restarts: 3,
@@ -320,6 +325,11 @@ pub struct CgReport {
     pub check_time: Duration,
     /// `||r||` of the recurrence at every iteration (and at every start), when asked for.
     pub history: Option<Vec<f64>>,
+    /// The AMG hierarchy, when [`cg`] built one ([`PreconditionerKind::Amg`], or
+    /// [`PreconditionerKind::Auto`] choosing AMG).
+    pub amg: Option<AmgInfo>,
+    /// What [`PreconditionerKind::Auto`] chose and why.
+    pub auto: Option<AutoChoice>,
 }
 
 impl CgReport {
@@ -431,9 +441,10 @@ pub enum CgError {
     /// norm is computed without overflow).
     #[error("the right-hand side b has NaN or infinite entries")]
     NonFiniteInput,
-    /// The Jacobi preconditioner found a diagonal entry that is zero, negative or not finite.
+    /// The Jacobi or AMG preconditioner found a diagonal entry that is zero, negative or not
+    /// finite.
     #[error(
-        "Jacobi preconditioner: diagonal entry at row {row} is {value}; Jacobi needs a positive \
+        "preconditioner: diagonal entry at row {row} is {value}; Jacobi and AMG need a positive \
          diagonal (a symmetric positive definite matrix has one); use --precond none or check the matrix"
     )]
     InvalidDiagonal {
@@ -441,6 +452,32 @@ pub enum CgError {
         row: usize,
         /// The diagonal entry.
         value: f64,
+    },
+    /// AMG near-nullspace vectors whose length is not a whole number of columns of the
+    /// matrix's rows.
+    #[error(
+        "the AMG near-nullspace has {found} entries, which is not k columns of {rows} rows (the matrix's rows); \
+         give n x k values, column-major"
+    )]
+    NearNullspace {
+        /// The matrix's rows.
+        rows: usize,
+        /// The near-nullspace's length.
+        found: usize,
+    },
+    /// The AMG hierarchy's coarsest system is not positive definite (so neither is the
+    /// matrix, or it is not symmetric).
+    #[error(
+        "AMG: the coarsest system (level {level}) is not positive definite (Cholesky pivot {pivot:e} at its row \
+         {row}), so the matrix is not symmetric positive definite; CG cannot solve this system"
+    )]
+    CoarseNotPositiveDefinite {
+        /// The level (0 the finest).
+        level: usize,
+        /// The row of the coarsest matrix whose pivot failed.
+        row: usize,
+        /// The pivot.
+        pivot: f64,
     },
     /// A parameter outside its range.
     #[error("invalid CG parameter: {0}")]
@@ -461,8 +498,9 @@ impl CgError {
         }
     }
 
-    /// The report, mutably.
-    fn report_mut(&mut self) -> Option<&mut CgReport> {
+    /// The report, mutably (to add what was done before the solve, such as a
+    /// preconditioner's setup).
+    pub fn report_mut(&mut self) -> Option<&mut CgReport> {
         match self {
             CgError::Breakdown { report, .. }
             | CgError::NonFinite { report, .. }
@@ -511,16 +549,64 @@ where
     B: Backend<T>,
     A: LinearOperator<T, Vector = B::Vector>,
 {
+    if params.preconditioner != PreconditionerKind::None && op.nrows() != op.ncols() {
+        return Err(CgError::NotSquare { nrows: op.nrows(), ncols: op.ncols() });
+    }
     match params.preconditioner {
-        PreconditionerKind::None => cg_with(backend, op, &Identity, b, x, params, &mut |_| {}),
         PreconditionerKind::Jacobi => {
-            if op.nrows() != op.ncols() {
-                return Err(CgError::NotSquare { nrows: op.nrows(), ncols: op.ncols() });
-            }
             let jacobi = Jacobi::from_diagonal(backend, &op.diagonal()?)?;
             cg_with(backend, op, &jacobi, b, x, params, &mut |_| {})
         }
+        PreconditionerKind::Amg => {
+            let started = Instant::now();
+            let amg = Amg::build(backend, &op.host_matrix()?, &params.amg)?;
+            let setup = started.elapsed();
+            let result = cg_with(backend, op, &amg, b, x, params, &mut |_| {});
+            annotate(result, setup, Some(amg.info().clone()), None)
+        }
+        PreconditionerKind::Auto => {
+            let started = Instant::now();
+            let a = op.host_matrix()?;
+            let (amg, choice) = super::amg::build_auto(backend, &a, &params.amg)?;
+            match (amg, choice.chosen) {
+                (Some(amg), _) => {
+                    let setup = started.elapsed();
+                    let result = cg_with(backend, op, &amg, b, x, params, &mut |_| {});
+                    annotate(result, setup, Some(amg.info().clone()), Some(choice))
+                }
+                (None, PreconditionerKind::Jacobi) => {
+                    let jacobi = Jacobi::from_diagonal(backend, &a.diagonal())?;
+                    let setup = started.elapsed();
+                    annotate(cg_with(backend, op, &jacobi, b, x, params, &mut |_| {}), setup, None, Some(choice))
+                }
+                (None, _) => {
+                    let setup = started.elapsed();
+                    annotate(cg_with(backend, op, &Identity, b, x, params, &mut |_| {}), setup, None, Some(choice))
+                }
+            }
+        }
+        _ => cg_with(backend, op, &Identity, b, x, params, &mut |_| {}),
     }
+}
+
+/// Adds the preconditioner's setup (time, AMG hierarchy, Auto choice) to a solve's report,
+/// whether it converged or not.
+fn annotate(
+    mut result: Result<CgReport, CgError>,
+    setup: Duration,
+    amg: Option<AmgInfo>,
+    auto: Option<AutoChoice>,
+) -> Result<CgReport, CgError> {
+    let report = match &mut result {
+        Ok(report) => Some(report),
+        Err(e) => e.report_mut(),
+    };
+    if let Some(report) = report {
+        report.setup_time += setup;
+        report.amg = amg;
+        report.auto = auto;
+    }
+    result
 }
 
 /// [`cg`] with an explicit preconditioner (`params.preconditioner` is ignored) and a
@@ -633,6 +719,31 @@ where
     result
 }
 
+/// The first batch of iterations of a solve whose batches are sized from the convergence
+/// rate (a general preconditioner on the device, see [`adaptive_batch`]).
+const FIRST_ADAPTIVE_BATCH: usize = 4;
+
+/// The iterations to enqueue before the next checkpoint when each costs a preconditioner
+/// cycle even past convergence: the iterations that `||r||^2` needs to get from `rr` to
+/// `tol2` at the rate seen over the last `steps` iterations (from `rr_before`), rounded
+/// up, between 1 and `cap`; `cap` when no rate can be seen (no progress, no steps).
+fn adaptive_batch(rr_before: f64, rr: f64, steps: usize, tol2: f64, cap: usize) -> usize {
+    let cap = cap.max(1);
+    if steps == 0 || !(rr > 0.0 && rr_before > 0.0 && rr.is_finite() && rr_before.is_finite() && tol2 > 0.0) {
+        return cap;
+    }
+    let rate = (rr / rr_before).ln() / steps as f64; // log of ||r||^2's factor per iteration
+    if rate >= 0.0 {
+        return cap;
+    }
+    let need = (tol2 / rr).ln() / rate;
+    if need.is_finite() {
+        (need.ceil().max(1.0) as usize).min(cap)
+    } else {
+        cap
+    }
+}
+
 /// What the solver does once the true residual of a start's last iterate is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Next {
@@ -718,6 +829,8 @@ where
         solve_time: Duration::ZERO,
         check_time: Duration::ZERO,
         history: None,
+        amg: None,
+        auto: None,
     };
 
     if b_norm == 0.0 {
@@ -742,13 +855,19 @@ where
     // A batch of check_interval iterations recorded once and replayed (CUDA graph).
     let mut recording: Option<B::Recording> = None;
     let mut recording_failed = false;
+    // A general preconditioner on a backend that cannot tell, without a round trip, that the
+    // solve has stopped (the device) runs its whole cycle in every enqueued iteration, even
+    // past convergence: there the batches are sized from the convergence rate seen so far
+    // (adaptive_batch), and one iteration is recorded and replayed batch-many times.
+    let adaptive = general && backend.is_running(&state).is_none();
+    let mut next_batch = if adaptive { FIRST_ADAPTIVE_BATCH.min(params.check_interval) } else { params.check_interval };
     loop {
         // (Re)start from the true residual r = b - A x.
         let t_start = Instant::now();
         backend.copy(b, &mut r)?;
         op.apply(-T::ONE, x, T::ONE, &mut r)?;
         if general {
-            precond.apply(backend, &r, &mut z)?;
+            precond.apply_in(backend, &mut state, &r, &mut z)?;
         }
         backend.start(&mut state, tol2, &r, &z, form, &mut p)?;
         let mut ck = backend.checkpoint(&state)?;
@@ -760,8 +879,11 @@ where
         }
         let t_solve = Instant::now();
         monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });
+        let (mut rr_seen, mut iterations_seen) = (ck.rr, ck.iterations);
         while ck.status == Status::Running && done + ck.iterations < max_iter {
-            let k = params.check_interval.min(max_iter - done - ck.iterations);
+            let k = next_batch.min(max_iter - done - ck.iterations);
+            // iterations in one recording: the batch, or one when adaptive
+            let per_recording = if adaptive { 1 } else { params.check_interval };
             let mut step = |state: &mut B::State, x: &mut B::Vector| -> crate::Result<()> {
                 if !backend.fused_spmv_alpha(state, op.device_matrix(), &p, &mut q)? {
                     op.apply(T::ONE, &p, T::ZERO, &mut q)?;
@@ -769,16 +891,22 @@ where
                 }
                 backend.update(state, x, &mut r, &p, &q, form)?;
                 if general {
-                    precond.apply(backend, &r, &mut z)?;
+                    // the host knows when the solve has stopped: no cycle after that
+                    if backend.is_running(state) != Some(false) {
+                        precond.apply_in(backend, state, &r, &mut z)?;
+                    }
                     backend.rho_step(state, &r, &z)?;
                 }
                 backend.direction(state, &mut p, &r, &z, form)
             };
-            let batch = params.use_graphs && k == params.check_interval && k > 1;
+            // a general preconditioner is recorded only when it enqueues through the state
+            let batch = params.use_graphs
+                && (!general || precond.recordable())
+                && if adaptive { k >= 1 } else { k == params.check_interval && k > 1 };
             if batch && recording.is_none() && !recording_failed {
                 let mut steps_failed = false;
                 let recorded = backend.record(&mut state, op.device_matrix(), form, &mut |state| {
-                    let result = (0..k).try_for_each(|_| step(state, x));
+                    let result = (0..per_recording).try_for_each(|_| step(state, x));
                     steps_failed = result.is_err();
                     result
                 });
@@ -797,11 +925,16 @@ where
                 }
             }
             match &recording {
-                Some(rec) if batch => backend.replay(&mut state, rec)?,
+                Some(rec) if batch => (0..k / per_recording).try_for_each(|_| backend.replay(&mut state, rec))?,
                 _ => (0..k).try_for_each(|_| step(&mut state, x))?,
             }
             ck = backend.checkpoint(&state)?;
             monitor(&Checkpoint { iterations: done + ck.iterations, ..ck });
+            if adaptive {
+                let steps = ck.iterations.saturating_sub(iterations_seen);
+                next_batch = adaptive_batch(rr_seen, ck.rr, steps, tol2, params.check_interval);
+                (rr_seen, iterations_seen) = (ck.rr, ck.iterations);
+            }
         }
         report.solve_time += t_solve.elapsed();
         if params.history {
@@ -878,6 +1011,17 @@ mod tests {
         assert_eq!(decide(Status::Running, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::Converged));
         assert_eq!(decide(Status::NonFinite, 1e-9, 1e-8, floor, true), Next::Stop(StopReason::NonFinite));
         assert_eq!(decide(Status::Converged, f64::NAN, 1e-8, floor, true), Next::Stop(StopReason::NonFinite));
+    }
+
+    #[test]
+    fn adaptive_batches_aim_at_the_tolerance() {
+        // 1e-2 per iteration in ||r||^2: from 1e-4 to 1e-16 takes 6 more
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-16, 16), 6);
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-100, 16), 16); // capped
+        assert_eq!(adaptive_batch(1.0, 1e-4, 2, 1e-5, 16), 1); // almost there: at least one
+        assert_eq!(adaptive_batch(1.0, 2.0, 2, 1e-16, 16), 16); // no progress: the cap
+        assert_eq!(adaptive_batch(1.0, 1e-4, 0, 1e-16, 16), 16);
+        assert_eq!(adaptive_batch(f64::NAN, 1e-4, 2, 1e-16, 16), 16);
     }
 
     #[test]

@@ -7,11 +7,12 @@ use std::sync::{Mutex, PoisonError};
 
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::{DeviceMatrix, LinearOperator};
+use crate::gpu::kernels::amg as amg_kernels;
 use crate::gpu::kernels::blas::{self, CgKernels, Workspace};
 use crate::gpu::memory;
 use crate::gpu::stream::{CaptureError, Graph, Stream};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvKernel};
-use crate::{Error, Result, Scalar};
+use crate::{CsrMatrix, Error, Result, Scalar};
 
 /// The GPU backend: vectors are [`DeviceVector`]s, scalars live in a [`DeviceState`] in
 /// device memory, and every step is a kernel queued on the context's stream.
@@ -199,6 +200,7 @@ impl<T: Scalar> Backend<T> for Device {
     type Vector = DeviceVector<T>;
     type State = DeviceState<T>;
     type Recording = DeviceRecording;
+    type Matrix = DeviceCsr<T>;
 
     fn len(&self, v: &DeviceVector<T>) -> usize {
         v.len()
@@ -356,8 +358,10 @@ impl<T: Scalar> Backend<T> for Device {
     }
 
     /// Records when the operator is a device matrix (any plan: its SpMV kernel and the
-    /// kernels of `ptx/cg.cu` all go to the capture stream) and the preconditioner is none or
-    /// diagonal. The recording keeps the ids of every allocation its
+    /// kernels of `ptx/cg.cu` all go to the capture stream), whatever the preconditioner's
+    /// form: the solver records a general preconditioner only when it says that it enqueues
+    /// through the state's own steps ([`Preconditioner::recordable`](super::Preconditioner::recordable),
+    /// as AMG does), so that its kernels go to the capture stream too. The recording keeps the ids of every allocation its
     /// kernels use (vectors, matrix arrays, the state's workspace); memory that spgpu did
     /// not allocate cannot be checked, and is refused.
     fn record(
@@ -367,7 +371,8 @@ impl<T: Scalar> Backend<T> for Device {
         precond: PrecondForm<'_, DeviceVector<T>>,
         steps: &mut dyn FnMut(&mut DeviceState<T>) -> Result<()>,
     ) -> Result<Option<DeviceRecording>> {
-        if !fused(&matrix) || matches!(precond, PrecondForm::General) || s.recorded.is_some() {
+        let _ = precond;
+        if !fused(&matrix) || s.recorded.is_some() {
             return Ok(None);
         }
         s.recorded = Some(s.ws.addresses());
@@ -419,6 +424,64 @@ impl<T: Scalar> Backend<T> for Device {
         s.ws.read_history(count)
     }
 
+    fn matrix(&self, a: &CsrMatrix<T>) -> Result<DeviceCsr<T>> {
+        DeviceCsr::upload(self.ctx, a)
+    }
+
+    fn spmv(
+        &self,
+        s: &mut DeviceState<T>,
+        a: &DeviceCsr<T>,
+        alpha: f64,
+        x: &DeviceVector<T>,
+        beta: f64,
+        y: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        if s.recorded.is_some() {
+            s.uses(&a.device_addresses());
+        }
+        s.uses(&[addr(x), addr(y)]);
+        a.spmv_on(self.stream(s), T::from_f64(alpha), x, T::from_f64(beta), y)
+    }
+
+    fn axpby(
+        &self,
+        s: &mut DeviceState<T>,
+        a: f64,
+        x: &DeviceVector<T>,
+        b: f64,
+        y: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        s.uses(&[addr(x), addr(y)]);
+        amg_kernels::axpby(self.ctx, self.stream(s), a, x, b, y)
+    }
+
+    fn chebyshev_step(
+        &self,
+        s: &mut DeviceState<T>,
+        c1: f64,
+        c2: f64,
+        dinv: &DeviceVector<T>,
+        r: &DeviceVector<T>,
+        d: &mut DeviceVector<T>,
+        x: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        s.uses(&[addr(dinv), addr(r), addr(d), addr(x)]);
+        amg_kernels::cheb(self.ctx, self.stream(s), c1, c2, dinv, r, d, x)
+    }
+
+    fn jacobi_step(
+        &self,
+        s: &mut DeviceState<T>,
+        w: f64,
+        dinv: &DeviceVector<T>,
+        r: &DeviceVector<T>,
+        x: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        s.uses(&[addr(dinv), addr(r), addr(x)]);
+        amg_kernels::jacobi(self.ctx, self.stream(s), w, dinv, r, x)
+    }
+
     fn synchronize(&self) -> Result<()> {
         self.ctx.synchronize()
     }
@@ -444,6 +507,10 @@ impl<T: Scalar> LinearOperator<T> for DeviceCsr<T> {
         Ok(self.download()?.diagonal())
     }
 
+    fn host_matrix(&self) -> Result<CsrMatrix<T>> {
+        self.download()
+    }
+
     fn device_matrix(&self) -> Option<DeviceMatrix<'_, T>> {
         Some(DeviceMatrix::Csr(self))
     }
@@ -467,6 +534,10 @@ impl<T: Scalar> LinearOperator<T> for DeviceEll<T> {
     /// Downloads the matrix once to read its diagonal.
     fn diagonal(&self) -> Result<Vec<T>> {
         Ok(self.download()?.to_csr().diagonal())
+    }
+
+    fn host_matrix(&self) -> Result<CsrMatrix<T>> {
+        Ok(self.download()?.to_csr())
     }
 
     fn device_matrix(&self) -> Option<DeviceMatrix<'_, T>> {

@@ -1,7 +1,7 @@
 //! The host backend: CG on `Vec<T>` with the CPU, mirroring the device kernels' arithmetic.
 
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
-use crate::{Error, Result, Scalar};
+use crate::{CsrMatrix, Error, Result, Scalar};
 use rayon::prelude::*;
 
 /// Elements per chunk of the host reductions. Each chunk is summed in order and the chunk
@@ -91,6 +91,7 @@ impl<T: Scalar> Backend<T> for Host {
     type Vector = Vec<T>;
     type State = HostState;
     type Recording = ();
+    type Matrix = CsrMatrix<T>;
 
     fn len(&self, v: &Vec<T>) -> usize {
         v.len()
@@ -326,6 +327,73 @@ impl<T: Scalar> Backend<T> for Host {
 
     fn history(&self, s: &HostState, count: usize) -> Result<Vec<f64>> {
         Ok(s.history.iter().copied().take(count).collect())
+    }
+
+    fn is_running(&self, s: &HostState) -> Option<bool> {
+        Some(s.status == Status::Running)
+    }
+
+    fn matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
+        Ok(a.clone())
+    }
+
+    fn spmv(
+        &self,
+        _s: &mut HostState,
+        a: &CsrMatrix<T>,
+        alpha: f64,
+        x: &Vec<T>,
+        beta: f64,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        crate::reference::spmv_csr(T::from_f64(alpha), a, x, T::from_f64(beta), y)
+    }
+
+    // The three AMG steps below round as the kernels of `ptx/amg.cu` do.
+    fn axpby(&self, _s: &mut HostState, a: f64, x: &Vec<T>, b: f64, y: &mut Vec<T>) -> Result<()> {
+        check_len("amg axpby: length of x", y.len(), x.len())?;
+        if b == 0.0 {
+            y.par_iter_mut().zip(x.par_iter()).with_min_len(CHUNK).for_each(|(y, x)| *y = T::from_f64(a * x.to_f64()));
+        } else {
+            y.par_iter_mut()
+                .zip(x.par_iter())
+                .with_min_len(CHUNK)
+                .for_each(|(y, x)| *y = T::from_f64(a * x.to_f64() + b * y.to_f64()));
+        }
+        Ok(())
+    }
+
+    fn chebyshev_step(
+        &self,
+        _s: &mut HostState,
+        c1: f64,
+        c2: f64,
+        dinv: &Vec<T>,
+        r: &Vec<T>,
+        d: &mut Vec<T>,
+        x: &mut Vec<T>,
+    ) -> Result<()> {
+        let n = x.len();
+        check_len("amg chebyshev: length of the inverse diagonal", n, dinv.len())?;
+        check_len("amg chebyshev: length of r", n, r.len())?;
+        check_len("amg chebyshev: length of d", n, d.len())?;
+        x.par_iter_mut().zip(d.par_iter_mut()).enumerate().with_min_len(CHUNK).for_each(|(i, (x, d))| {
+            let z = c1 * dinv[i].to_f64() * r[i].to_f64();
+            let di = T::from_f64(if c2 == 0.0 { z } else { z + c2 * d.to_f64() });
+            *d = di;
+            *x = T::from_f64(x.to_f64() + di.to_f64());
+        });
+        Ok(())
+    }
+
+    fn jacobi_step(&self, _s: &mut HostState, w: f64, dinv: &Vec<T>, r: &Vec<T>, x: &mut Vec<T>) -> Result<()> {
+        let n = x.len();
+        check_len("amg jacobi: length of the inverse diagonal", n, dinv.len())?;
+        check_len("amg jacobi: length of r", n, r.len())?;
+        x.par_iter_mut().enumerate().with_min_len(CHUNK).for_each(|(i, x)| {
+            *x = T::from_f64(x.to_f64() + w * dinv[i].to_f64() * r[i].to_f64());
+        });
+        Ok(())
     }
 
     fn synchronize(&self) -> Result<()> {

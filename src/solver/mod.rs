@@ -34,6 +34,7 @@
 //! # Ok::<(), spgpu::solver::CgError>(())
 //! ```
 
+mod amg;
 mod backend;
 #[allow(clippy::module_inception)]
 mod cg;
@@ -42,6 +43,10 @@ mod host;
 mod operator;
 mod precond;
 
+pub use amg::{
+    auto_precheck, build_auto, Amg, AmgHierarchy, AmgInfo, AmgLevel, AmgLevelInfo, AmgParams, AutoChoice, Smoother,
+    AUTO_DOMINANCE_LIMIT, AUTO_MAX_OPERATOR_COMPLEXITY, AUTO_MIN_COARSENING, AUTO_SKEW_LIMIT, DENSE_LIMIT,
+};
 pub use backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 pub use cg::{
     cg, cg_vector_bytes, cg_with, iteration_floor_bytes, precision_floor, CgError, CgParams, CgReport, CgWarning,

@@ -60,6 +60,20 @@ pub trait LinearOperator<T: Scalar> {
         None
     }
 
+    /// The matrix as a host [`CsrMatrix`], for preconditioners built from its entries
+    /// (AMG): a copy on the host, a download on the device.
+    ///
+    /// # Errors
+    ///
+    /// The default returns [`Error::InvalidArgument`].
+    fn host_matrix(&self) -> Result<CsrMatrix<T>> {
+        Err(Error::InvalidArgument(
+            "this operator has no stored matrix to build AMG from; build the preconditioner with Amg::build \
+             from a CsrMatrix"
+                .into(),
+        ))
+    }
+
     /// The main diagonal, on the host, for diagonal (Jacobi) preconditioning.
     ///
     /// # Errors
@@ -94,5 +108,9 @@ impl<T: Scalar> LinearOperator<T> for CsrMatrix<T> {
 
     fn diagonal(&self) -> Result<Vec<T>> {
         Ok(CsrMatrix::diagonal(self))
+    }
+
+    fn host_matrix(&self) -> Result<CsrMatrix<T>> {
+        Ok(self.clone())
     }
 }

@@ -1,5 +1,5 @@
-//! Preconditioners: none ([`Identity`]) and diagonal ([`Jacobi`]), behind the
-//! [`Preconditioner`] trait so more can follow.
+//! Preconditioners: none ([`Identity`]), diagonal ([`Jacobi`]) and algebraic multigrid
+//! ([`Amg`](super::Amg)), behind the [`Preconditioner`] trait.
 
 use super::backend::{Backend, PrecondForm};
 use super::CgError;
@@ -20,6 +20,27 @@ pub trait Preconditioner<T: Scalar, B: Backend<T>> {
     ///
     /// Dimension mismatches and backend failures.
     fn apply(&self, backend: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()>;
+
+    /// `z = M^-1 r` inside a CG iteration, with the iteration's state, so that the work can
+    /// be enqueued (and recorded) with the iteration's own steps. The default calls
+    /// [`Preconditioner::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Preconditioner::apply`].
+    fn apply_in(&self, backend: &B, state: &mut B::State, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        let _ = state;
+        self.apply(backend, r, z)
+    }
+
+    /// Whether [`Preconditioner::apply_in`] enqueues only through the backend's steps that
+    /// take the state ([`Backend::spmv`], [`Backend::axpby`], [`Backend::chebyshev_step`],
+    /// [`Backend::jacobi_step`]), allocates nothing and never synchronizes: then a
+    /// [`PrecondForm::General`] preconditioner is recorded into the iteration's CUDA graph.
+    /// The default is `false` (it is then applied step by step, outside any recording).
+    fn recordable(&self) -> bool {
+        false
+    }
 
     /// How the backend's fused kernels can apply this preconditioner; the default,
     /// [`PrecondForm::General`], calls [`Preconditioner::apply`] once per iteration.
@@ -116,6 +137,27 @@ pub enum PreconditionerKind {
     None,
     /// Jacobi: `M = diag(A)`, from [`LinearOperator::diagonal`](super::LinearOperator::diagonal).
     Jacobi,
+    /// Smoothed-aggregation algebraic multigrid ([`Amg`](super::Amg)), built with
+    /// [`CgParams::amg`](super::CgParams::amg) from the host matrix
+    /// ([`LinearOperator::host_matrix`](super::LinearOperator::host_matrix)).
+    Amg,
+    /// AMG, Jacobi or none, chosen from the matrix (see [`AutoChoice`](super::AutoChoice)):
+    /// Jacobi on skewed degree distributions and strongly diagonally dominant matrices, or
+    /// where the AMG hierarchy coarsens too slowly or costs too much; none on a diagonal
+    /// that is not positive.
+    Auto,
+}
+
+impl PreconditionerKind {
+    /// The name `FromStr` reads: `"none"`, `"jacobi"`, `"amg"`, `"auto"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionerKind::None => "none",
+            PreconditionerKind::Jacobi => "jacobi",
+            PreconditionerKind::Amg => "amg",
+            PreconditionerKind::Auto => "auto",
+        }
+    }
 }
 
 impl std::str::FromStr for PreconditionerKind {
@@ -124,7 +166,9 @@ impl std::str::FromStr for PreconditionerKind {
         match s {
             "none" => Ok(PreconditionerKind::None),
             "jacobi" => Ok(PreconditionerKind::Jacobi),
-            _ => Err(format!("unknown preconditioner '{s}': expected none or jacobi")),
+            "amg" => Ok(PreconditionerKind::Amg),
+            "auto" => Ok(PreconditionerKind::Auto),
+            _ => Err(format!("unknown preconditioner '{s}': expected none, jacobi, amg or auto")),
         }
     }
 }

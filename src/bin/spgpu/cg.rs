@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
-    cg_vector_bytes, cg_with, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint, Device, Host, Identity,
-    Jacobi, LinearOperator, PreconditionerKind,
+    build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
+    Device, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, Smoother,
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
@@ -98,9 +98,27 @@ pub struct Args {
     /// Most iterations (default 10 * rows, at least 100).
     #[arg(long)]
     pub max_iter: Option<usize>,
-    /// Preconditioner: none or jacobi.
-    #[arg(long, default_value = "none", value_parser = ["none", "jacobi"])]
+    /// Preconditioner: none, jacobi, amg (smoothed-aggregation algebraic multigrid, one
+    /// V-cycle per iteration) or auto (AMG, Jacobi or none, chosen from the matrix; the
+    /// choice and its reason are printed).
+    #[arg(long, default_value = "none", value_parser = ["none", "jacobi", "amg", "auto"])]
     pub precond: String,
+    /// AMG near-nullspace vectors: a dense Matrix Market array, n x k (n the rows of A).
+    /// Default: the constant vector; on `gen:elast:N`, its six rigid-body modes.
+    #[arg(long)]
+    pub near_nullspace: Option<PathBuf>,
+    /// AMG unknowns per node (default 1; 3 on `gen:elast:N`).
+    #[arg(long)]
+    pub block_size: Option<usize>,
+    /// AMG smoother: chebyshev[:DEGREE] (default degree 2) or l1-jacobi[:SWEEPS].
+    #[arg(long, default_value = "chebyshev:2", value_parser = parse_smoother)]
+    pub smoother: Smoother,
+    /// AMG strength threshold theta.
+    #[arg(long, default_value_t = 0.0)]
+    pub theta: f64,
+    /// AMG: stop coarsening at this many rows.
+    #[arg(long, default_value_t = 500)]
+    pub max_coarse: usize,
     /// Device storage: auto (the SpMV plan's kernel and storage: ELL, SELL-C-sigma or CSR),
     /// csr (the plan, kept on CSR storage: the balanced kernel where the plan would store
     /// ELL or SELL) or ell (a DeviceEll).
@@ -136,6 +154,81 @@ pub struct Args {
     /// by (default: 4280, measured on the H200).
     #[arg(long, default_value_t = H200_COPY_GBS)]
     pub bandwidth_gbs: f64,
+}
+
+fn parse_smoother(s: &str) -> Result<Smoother, String> {
+    let (name, count) = s.split_once(':').map_or((s, None), |(n, c)| (n, Some(c)));
+    let count = match count {
+        None => None,
+        Some(c) => Some(
+            c.parse::<usize>()
+                .ok()
+                .filter(|&c| c >= 1)
+                .ok_or_else(|| format!("the smoother's degree or sweeps must be a whole number >= 1, found {c:?}"))?,
+        ),
+    };
+    match name {
+        "chebyshev" => Ok(Smoother::Chebyshev { degree: count.unwrap_or(2) }),
+        "l1-jacobi" | "l1jacobi" => Ok(Smoother::L1Jacobi { sweeps: count.unwrap_or(1) }),
+        _ => Err(format!("expected chebyshev[:DEGREE] or l1-jacobi[:SWEEPS], found {s:?}")),
+    }
+}
+
+/// Reads near-nullspace vectors: a Matrix Market array (or coordinate) matrix of `n` rows,
+/// returned column-major.
+fn read_near_nullspace(path: &Path, n: usize) -> Result<Vec<f64>, String> {
+    let m = spgpu::io::read_coo::<f64>(path).map_err(|e| format!("--near-nullspace {}: {e}", path.display()))?;
+    if m.nrows() != n {
+        return Err(format!(
+            "--near-nullspace {}: it has {} rows, but A has {n} rows (one row per unknown expected)",
+            path.display(),
+            m.nrows()
+        ));
+    }
+    let k = m.ncols();
+    if k == 0 {
+        return Err(format!("--near-nullspace {}: it has no columns", path.display()));
+    }
+    let mut b = vec![0.0; n * k];
+    for ((&r, &c), &v) in m.row_indices().iter().zip(m.col_indices()).zip(m.values()) {
+        b[c as usize * n + r as usize] += v;
+    }
+    if let Some(i) = b.iter().position(|v| !v.is_finite()) {
+        return Err(format!(
+            "--near-nullspace {}: non-finite value at row {}, column {}",
+            path.display(),
+            i % n + 1,
+            i / n + 1
+        ));
+    }
+    Ok(b)
+}
+
+/// The AMG parameters from the command line; on `gen:elast:N` without `--near-nullspace`,
+/// its rigid-body modes with block size 3.
+fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
+    let mut p = AmgParams {
+        theta: args.theta,
+        max_coarse: args.max_coarse,
+        smoother: args.smoother,
+        block_size: args.block_size.unwrap_or(1),
+        ..AmgParams::default()
+    };
+    let elast = args
+        .matrix
+        .strip_prefix("gen:")
+        .and_then(|s| s.strip_prefix("elast:"))
+        .and_then(|s| s.replace('_', "").parse::<usize>().ok())
+        .filter(|_| args.leading.is_none());
+    match (&args.near_nullspace, elast) {
+        (Some(path), _) => p.near_nullspace = Some(read_near_nullspace(path, n)?),
+        (None, Some(grid)) => {
+            p.near_nullspace = Some(spgpu::gen::rigid_body_modes(grid));
+            p.block_size = args.block_size.unwrap_or(3);
+        }
+        (None, None) => {}
+    }
+    Ok(p)
 }
 
 /// Runs `spgpu cg`.
@@ -271,7 +364,13 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         },
     };
     let precond: PreconditionerKind = args.precond.parse()?;
+    let amg = if matches!(precond, PreconditionerKind::Amg | PreconditionerKind::Auto) {
+        amg_params(args, n)?
+    } else {
+        AmgParams::default()
+    };
     let params = CgParams {
+        amg,
         rtol: args.rtol,
         atol: args.atol,
         max_iter: args.max_iter,
@@ -380,11 +479,56 @@ where
         bar.set_position(ck.iterations as u64);
         bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
     };
+    let jacobi = |monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| match Jacobi::from_diagonal(
+        backend,
+        &host.diagonal(),
+    ) {
+        Ok(j) => cg_with(backend, op, &j, &d_b, x, params, monitor),
+        Err(e) => Err(e),
+    };
+    let with_amg = |amg: &Amg<T, B>, monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| {
+        let mut result = cg_with(backend, op, amg, &d_b, x, params, monitor);
+        let report = match &mut result {
+            Ok(r) => Some(r),
+            Err(e) => e.report_mut(),
+        };
+        if let Some(r) = report {
+            r.setup_time += amg.info().setup_time;
+            r.amg = Some(amg.info().clone());
+        }
+        result
+    };
     let result = match params.preconditioner {
-        PreconditionerKind::Jacobi => match Jacobi::from_diagonal(backend, &host.diagonal()) {
-            Ok(j) => cg_with(backend, op, &j, &d_b, x, params, &mut monitor),
+        PreconditionerKind::Jacobi => jacobi(&mut monitor, x),
+        PreconditionerKind::Amg => match Amg::build(backend, host, &params.amg) {
+            Ok(amg) => with_amg(&amg, &mut monitor, x),
             Err(e) => Err(e),
         },
+        PreconditionerKind::Auto => {
+            let started = Instant::now();
+            match build_auto(backend, host, &params.amg) {
+                Ok((amg, choice)) => {
+                    let decided = started.elapsed();
+                    let mut result = match (&amg, choice.chosen) {
+                        (Some(amg), _) => with_amg(amg, &mut monitor, x),
+                        (None, PreconditionerKind::Jacobi) => jacobi(&mut monitor, x),
+                        (None, _) => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
+                    };
+                    let report = match &mut result {
+                        Ok(r) => Some(r),
+                        Err(e) => e.report_mut(),
+                    };
+                    if let Some(r) = report {
+                        if amg.is_none() {
+                            r.setup_time += decided;
+                        }
+                        r.auto = Some(choice);
+                    }
+                    result
+                }
+                Err(e) => Err(e),
+            }
+        }
         _ => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
     };
     bar.finish_and_clear();
@@ -432,8 +576,17 @@ fn print_summary<T: Scalar>(
         ms(r.solve_time),
         ms(r.check_time)
     );
-    if r.iterations > 0 {
+    if let Some(choice) = &r.auto {
+        println!("auto: {} ({})", choice.chosen.name(), choice.reason);
+    }
+    if let Some(amg) = &r.amg {
+        println!("AMG hierarchy (setup {:.2} ms):\n{}", ms(amg.setup_time), amg.table());
+    }
+    println!("time to solution (setup + solve): {:.2} ms", ms(r.setup_time + r.solve_time));
+    if r.iterations > 0 && r.amg.is_none() {
         println!("{}", per_iteration_line::<T>(a, r, args.bandwidth_gbs));
+    } else if r.iterations > 0 {
+        println!("per iteration (one V-cycle each): {:.2} us", r.time_per_iteration().as_secs_f64() * 1e6);
     }
     std::io::stdout().flush()?;
     Ok(())

@@ -4,6 +4,7 @@
 //! converts sizes with `u32::try_from`, and launches on the context's stream without
 //! synchronizing. The kernels' sources are in `ptx/`.
 
+pub(crate) mod amg;
 pub(crate) mod arrays;
 pub(crate) mod blas;
 pub(crate) mod spmv;
@@ -307,6 +308,7 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
         }
     }
     names.extend(blas::all_kernel_names());
+    names.extend(amg::all_kernel_names());
     names
 }
 
@@ -337,7 +339,19 @@ mod tests {
         // (and the SELL kernel with far columns, two widths, and its conversion; the balanced
         // kernel for chunk-major order, two widths; the prefetching variants of the two
         // balanced shapes and of the hot-column kernel, two widths)
-        assert_eq!(names.len(), 2 * (2 * 9 + 1) + 2 * 3 + 2 * 2 + 2 * 2 * 8 + 2 * 5 + 4 + 2 * 12 + 2 * 2 + 2 * 2 * 3);
+        assert_eq!(
+            names.len(),
+            2 * (2 * 9 + 1)
+                + 2 * 3
+                + 2 * 2
+                + 2 * 2 * 8
+                + 2 * 5
+                + 4
+                + 2 * 12
+                + 2 * 2
+                + 2 * 2 * 3
+                + amg::all_kernel_names().len()
+        );
         assert!(unique.contains("spmv_csr_balanced_px_f32") && unique.contains("spmv_csr_balanced512_px_f64_i64"));
         assert!(unique.contains("spmv_csr_hot_px_f64") && unique.contains("spmv_csr_hot_px_f32_i64"));
         assert!(unique.contains("spmv_csr_balanced_sweep_f32") && unique.contains("spmv_csr_balanced_sweep_f64_i64"));

@@ -83,4 +83,6 @@ modules! {
     Spmv => "spmv",
     /// Conjugate-gradient vector kernels (`ptx/cg.cu`): fused updates and deterministic reductions.
     Cg => "cg",
+    /// Algebraic-multigrid kernels (`ptx/amg.cu`): the V-cycle's vector updates and the setup.
+    Amg => "amg",
 }

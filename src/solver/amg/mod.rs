@@ -1,0 +1,752 @@
+//! Smoothed-aggregation algebraic multigrid (SA-AMG) as a CG preconditioner.
+//!
+//! The setup (on the host in `f64`, [`AmgHierarchy::build`]) makes a hierarchy of ever
+//! smaller systems: strength of connection, aggregation by a distance-2 maximal
+//! independent set (deterministic priorities, so every run and every backend makes the
+//! same aggregates), a tentative prolongator from near-nullspace vectors (the constant
+//! vector by default, rigid-body modes for elasticity: [`AmgParams::near_nullspace`]),
+//! prolongator smoothing by one damped Jacobi step with a power-method estimate of
+//! `rho(D^-1 A)`, Galerkin coarse operators `R A P` with `R = P^T`, and a dense inverse
+//! of the coarsest system. [`Amg`] puts the hierarchy on a backend (each level's matrices
+//! through the backend's own SpMV: on the device each gets its own
+//! [`SpmvPlan`](crate::gpu::SpmvPlan)) and applies one symmetric V(1,1)-cycle per CG
+//! iteration, with a Chebyshev (default, degree 2) or l1-Jacobi smoother. No step uses
+//! floating-point atomics, so solves repeat bit for bit.
+//!
+//! # Example
+//!
+//! ```
+//! use spgpu::{gen, solver::{cg, CgParams, Host, PreconditionerKind}};
+//! let a = gen::laplacian_2d::<f64>(64);
+//! let b = vec![1.0; a.nrows()];
+//! let mut x = vec![0.0; a.nrows()];
+//! let params = CgParams { preconditioner: PreconditionerKind::Amg, ..CgParams::default() };
+//! let report = cg(&Host, &a, &b, &mut x, &params)?;
+//! assert!(report.iterations <= 15);
+//! let amg = report.amg.as_ref().unwrap();
+//! assert!(amg.levels.len() >= 2 && amg.operator_complexity < 2.0);
+//! # Ok::<(), spgpu::solver::CgError>(())
+//! ```
+
+mod cycle;
+mod dense;
+pub(crate) mod host_setup;
+
+use super::backend::Backend;
+use super::precond::{Preconditioner, PreconditionerKind};
+use super::CgError;
+use crate::{CsrMatrix, Result, Scalar};
+use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
+use host_setup::Pattern;
+use std::time::{Duration, Instant};
+
+/// The smoother of every level of the cycle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Smoother {
+    /// Chebyshev polynomial of `degree` steps on `D^-1 A`, over the interval
+    /// `[lmax / 5, lmax]` with `lmax` the level's power-method estimate of `rho(D^-1 A)`
+    /// (times 1.05).
+    Chebyshev {
+        /// Steps (SpMVs) per smoothing; at least 1 (default 2).
+        degree: usize,
+    },
+    /// l1-Jacobi, `x += dl1^-1 (b - A x)` with `dl1_i = sum_j |a_ij|`, `sweeps` times.
+    L1Jacobi {
+        /// Sweeps per smoothing; at least 1.
+        sweeps: usize,
+    },
+}
+
+impl Default for Smoother {
+    fn default() -> Self {
+        Smoother::Chebyshev { degree: 2 }
+    }
+}
+
+impl std::fmt::Display for Smoother {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Smoother::Chebyshev { degree } => write!(f, "Chebyshev of degree {degree}"),
+            Smoother::L1Jacobi { sweeps } => write!(f, "l1-Jacobi, {sweeps} sweep(s)"),
+        }
+    }
+}
+
+/// Parameters of the AMG setup; [`AmgParams::default`] suits Poisson-like problems.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmgParams {
+    /// Strength threshold: `j` is a strong neighbour of `i` when `|a_ij| >= theta *
+    /// sqrt(|a_ii a_jj|)` (default 0: every stored off-diagonal entry).
+    pub theta: f64,
+    /// Stop coarsening at this many rows or fewer (default 500); the coarsest system is
+    /// solved by a dense inverse.
+    pub max_coarse: usize,
+    /// Most levels, the finest included (default 10).
+    pub max_levels: usize,
+    /// The smoother (default Chebyshev of degree 2).
+    pub smoother: Smoother,
+    /// Near-nullspace vectors (`n x k`, column-major: `k` columns of `n` rows, `n` the
+    /// matrix's rows), which the coarse spaces reproduce exactly; `None` (the default) is the
+    /// constant vector. For 3D elasticity the six rigid-body modes
+    /// ([`gen::rigid_body_modes`](crate::gen::rigid_body_modes)) with `block_size` 3.
+    pub near_nullspace: Option<Vec<f64>>,
+    /// Unknowns per node (default 1): rows `bs*I .. bs*I + bs` are node `I`, aggregated
+    /// together (3 for 3D elasticity).
+    pub block_size: usize,
+}
+
+impl Default for AmgParams {
+    fn default() -> Self {
+        AmgParams {
+            theta: 0.0,
+            max_coarse: 500,
+            max_levels: 10,
+            smoother: Smoother::default(),
+            near_nullspace: None,
+            block_size: 1,
+        }
+    }
+}
+
+/// Coarsening stops when a level would keep more than `1 / COARSEN_FACTOR` of its rows.
+const COARSEN_FACTOR: f64 = 1.2;
+
+/// The coarsest level is inverted densely up to this many rows; past it (coarsening stopped
+/// by `max_levels` or by a slow rate) it is smoothed instead.
+pub const DENSE_LIMIT: usize = 2000;
+
+/// The part of a level that leads to the next, coarser one.
+#[derive(Debug, Clone, PartialEq)]
+struct Transfer {
+    strength: Pattern,
+    states: Vec<u8>,
+    aggregates: Vec<u32>,
+    count: usize,
+    p_tent: CsrMatrix<f64>,
+    p: CsrMatrix<f64>,
+    r: CsrMatrix<f64>,
+}
+
+/// One level of an [`AmgHierarchy`], on the host in `f64`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmgLevel {
+    a: CsrMatrix<f64>,
+    block_size: usize,
+    rho: f64,
+    transfer: Option<Transfer>,
+}
+
+impl AmgLevel {
+    /// The level's matrix (`A` itself on level 0, `R A P` of the level above otherwise).
+    pub fn matrix(&self) -> &CsrMatrix<f64> {
+        &self.a
+    }
+
+    /// Unknowns per node on this level (the near-nullspace's column count below level 0).
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// The power-method estimate of `rho(D^-1 A)` (times the safety factor 1.05).
+    pub fn spectral_radius(&self) -> f64 {
+        self.rho
+    }
+
+    /// The strength graph on the nodes, as CSR offsets and sorted columns (diagonal left
+    /// out); `None` on the coarsest level.
+    pub fn strength(&self) -> Option<(&[u64], &[u32])> {
+        self.transfer.as_ref().map(|t| (&t.strength.offsets[..], &t.strength.cols[..]))
+    }
+
+    /// The aggregate of every node, and the number of aggregates; `None` on the coarsest
+    /// level.
+    pub fn aggregates(&self) -> Option<(&[u32], usize)> {
+        self.transfer.as_ref().map(|t| (&t.aggregates[..], t.count))
+    }
+
+    /// The roots of the aggregates (the distance-2 independent set), in increasing order
+    /// (root `k` is the root of aggregate `k`); `None` on the coarsest level.
+    pub fn roots(&self) -> Option<Vec<usize>> {
+        self.transfer.as_ref().map(|t| (0..t.states.len()).filter(|&i| t.states[i] == host_setup::ROOT).collect())
+    }
+
+    /// The tentative prolongator (orthonormal columns per aggregate); `None` on the
+    /// coarsest level.
+    pub fn tentative_prolongator(&self) -> Option<&CsrMatrix<f64>> {
+        self.transfer.as_ref().map(|t| &t.p_tent)
+    }
+
+    /// The smoothed prolongator `P` to the next level; `None` on the coarsest.
+    pub fn prolongator(&self) -> Option<&CsrMatrix<f64>> {
+        self.transfer.as_ref().map(|t| &t.p)
+    }
+
+    /// The restriction `R = P^T`; `None` on the coarsest.
+    pub fn restriction(&self) -> Option<&CsrMatrix<f64>> {
+        self.transfer.as_ref().map(|t| &t.r)
+    }
+}
+
+/// A smoothed-aggregation hierarchy on the host, in `f64`: the levels that [`Amg`] puts on a
+/// backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmgHierarchy {
+    levels: Vec<AmgLevel>,
+    coarse_inverse: Option<CsrMatrix<f64>>,
+    params: AmgParams,
+    setup_time: Duration,
+}
+
+/// Why the Auto choice gave AMG up while building it.
+struct Abandoned(String);
+
+/// Limits under which [`PreconditionerKind::Auto`] keeps AMG.
+pub const AUTO_MIN_COARSENING: f64 = 2.0;
+/// The largest operator complexity [`PreconditionerKind::Auto`] keeps AMG with.
+pub const AUTO_MAX_OPERATOR_COMPLEXITY: f64 = 2.5;
+/// Longest row over mean row length past which [`PreconditionerKind::Auto`] takes Jacobi
+/// without building AMG (power-law, R-MAT and web-like graphs: aggregates around hubs make
+/// coarse operators dense, while Jacobi-CG converges there in a few dozen iterations).
+pub const AUTO_SKEW_LIMIT: f64 = 8.0;
+/// `min_i a_ii / sum_{j != i} |a_ij|` from which [`PreconditionerKind::Auto`] takes Jacobi
+/// without building AMG: then `cond(D^-1 A) <= 5` and Jacobi-CG needs only a handful of
+/// iterations, fewer than AMG's setup costs.
+pub const AUTO_DOMINANCE_LIMIT: f64 = 1.5;
+
+impl AmgHierarchy {
+    /// Builds the hierarchy of `a` (square, symmetric, positive diagonal) with `params`.
+    ///
+    /// # Errors
+    ///
+    /// [`CgError::NotSquare`]; [`CgError::InvalidDiagonal`] for the first diagonal entry
+    /// that is zero, negative or not finite; [`CgError::NearNullspace`] for near-nullspace
+    /// vectors of the wrong length; [`CgError::InvalidParams`] for a block size that does
+    /// not divide the rows, a non-finite or negative `theta`, zero `max_levels`, degree or
+    /// sweeps; [`CgError::CoarseNotPositiveDefinite`] when the coarsest system is not
+    /// positive definite (then neither is `a`); [`CgError::Backend`] when a product
+    /// exceeds the index limits.
+    pub fn build(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<Self, CgError> {
+        match Self::build_inner(a, params, false)? {
+            Ok(h) => Ok(h),
+            Err(Abandoned(_)) => unreachable!("only the Auto choice abandons"),
+        }
+    }
+
+    fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize, CgError> {
+        let n = a.nrows();
+        if a.ncols() != n {
+            return Err(CgError::NotSquare { nrows: n, ncols: a.ncols() });
+        }
+        for (row, d) in a.diagonal().into_iter().enumerate() {
+            if !(d.is_finite() && d > 0.0) {
+                return Err(CgError::InvalidDiagonal { row, value: d });
+            }
+        }
+        let bs = params.block_size;
+        if bs == 0 || n % bs != 0 {
+            return Err(CgError::InvalidParams(format!(
+                "AMG block_size {bs} does not divide the {n} rows of the matrix into nodes"
+            )));
+        }
+        if !(params.theta.is_finite() && params.theta >= 0.0) {
+            return Err(CgError::InvalidParams(format!("AMG theta must be finite and >= 0, got {}", params.theta)));
+        }
+        if params.max_levels == 0 {
+            return Err(CgError::InvalidParams("AMG max_levels must be at least 1".into()));
+        }
+        match params.smoother {
+            Smoother::Chebyshev { degree: 0 } => {
+                return Err(CgError::InvalidParams("the Chebyshev smoother's degree must be at least 1".into()))
+            }
+            Smoother::L1Jacobi { sweeps: 0 } => {
+                return Err(CgError::InvalidParams("the l1-Jacobi smoother needs at least 1 sweep".into()))
+            }
+            _ => {}
+        }
+        let k = match &params.near_nullspace {
+            None => 1,
+            Some(b) => {
+                if n == 0 || b.is_empty() || b.len() % n != 0 {
+                    return Err(CgError::NearNullspace { rows: n, found: b.len() });
+                }
+                if b.iter().any(|v| !v.is_finite()) {
+                    return Err(CgError::InvalidParams("the AMG near-nullspace has non-finite entries".into()));
+                }
+                b.len() / n
+            }
+        };
+        Ok(k)
+    }
+
+    fn build_inner(
+        a: &CsrMatrix<f64>,
+        params: &AmgParams,
+        auto: bool,
+    ) -> std::result::Result<std::result::Result<Self, Abandoned>, CgError> {
+        let started = Instant::now();
+        let k = Self::validate(a, params)?;
+        let n0 = a.nrows();
+        let nnz0 = a.nnz().max(1) as f64;
+        let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
+        let mut bs = params.block_size;
+        let mut a = a.clone();
+        let mut levels: Vec<AmgLevel> = Vec::new();
+        let mut entries = a.nnz() as f64;
+        loop {
+            let n = a.nrows();
+            let dinv = host_setup::inverse_diagonal(&a);
+            let rho = host_setup::spectral_radius(&a, &dinv);
+            let last = n <= params.max_coarse || levels.len() + 1 >= params.max_levels;
+            let transfer = if last {
+                None
+            } else {
+                let strength = host_setup::strength(&a, params.theta, bs);
+                let states = host_setup::mis2(&strength);
+                let (aggregates, count) = host_setup::aggregate_from(&strength, &states);
+                let nc = count * k;
+                if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
+                    return Ok(Err(Abandoned(format!(
+                        "AMG's first level coarsens {n} rows to {nc} ({:.2}x, below {AUTO_MIN_COARSENING}x)",
+                        n as f64 / nc.max(1) as f64
+                    ))));
+                }
+                if nc == 0 || nc as f64 * COARSEN_FACTOR > n as f64 {
+                    None
+                } else {
+                    let (p_tent, bc) = host_setup::tentative(&aggregates, count, bs, &b, k);
+                    let p = host_setup::smooth_prolongator(&a, &dinv, rho, &p_tent).map_err(crate::Error::from)?;
+                    let (r, ac) = host_setup::galerkin(&a, &p).map_err(crate::Error::from)?;
+                    entries += ac.nnz() as f64;
+                    if auto && entries / nnz0 > AUTO_MAX_OPERATOR_COMPLEXITY {
+                        return Ok(Err(Abandoned(format!(
+                            "AMG's operator complexity passes {AUTO_MAX_OPERATOR_COMPLEXITY} at level {} ({:.2})",
+                            levels.len() + 1,
+                            entries / nnz0
+                        ))));
+                    }
+                    b = bc;
+                    Some((Transfer { strength, states, aggregates, count, p_tent, p, r }, ac))
+                }
+            };
+            match transfer {
+                Some((t, ac)) => {
+                    levels.push(AmgLevel { a, block_size: bs, rho, transfer: Some(t) });
+                    a = ac;
+                    bs = k;
+                }
+                None => {
+                    levels.push(AmgLevel { a, block_size: bs, rho, transfer: None });
+                    break;
+                }
+            }
+        }
+        let coarse_inverse = coarse_inverse(&levels)?;
+        Ok(Ok(AmgHierarchy { levels, coarse_inverse, params: params.clone(), setup_time: started.elapsed() }))
+    }
+
+    /// Redoes the numeric part for new values of `A` on the same pattern: the same
+    /// aggregates and tentative prolongators, new `rho`, `P`, `R = P^T`, coarse matrices and
+    /// coarsest inverse.
+    ///
+    /// # Errors
+    ///
+    /// [`CgError::InvalidParams`] when `a` does not have the pattern the hierarchy was built
+    /// on; [`CgError::InvalidDiagonal`] and [`CgError::CoarseNotPositiveDefinite`] as
+    /// [`AmgHierarchy::build`].
+    pub fn update_values(&mut self, a: &CsrMatrix<f64>) -> std::result::Result<(), CgError> {
+        let started = Instant::now();
+        let old = &self.levels[0].a;
+        if a.nrows() != old.nrows()
+            || a.ncols() != old.ncols()
+            || a.row_offsets() != old.row_offsets()
+            || a.col_indices() != old.col_indices()
+        {
+            return Err(CgError::InvalidParams(
+                "AMG update_values: the new matrix does not have the pattern the hierarchy was built on; build a \
+                 new preconditioner"
+                    .into(),
+            ));
+        }
+        Self::validate(a, &self.params)?;
+        let mut next = a.clone();
+        for level in &mut self.levels {
+            level.a = next;
+            let dinv = host_setup::inverse_diagonal(&level.a);
+            level.rho = host_setup::spectral_radius(&level.a, &dinv);
+            let Some(t) = &mut level.transfer else { break };
+            t.p = host_setup::smooth_prolongator(&level.a, &dinv, level.rho, &t.p_tent).map_err(crate::Error::from)?;
+            let (r, ac) = host_setup::galerkin(&level.a, &t.p).map_err(crate::Error::from)?;
+            t.r = r;
+            next = ac;
+        }
+        self.coarse_inverse = coarse_inverse(&self.levels)?;
+        self.setup_time = started.elapsed();
+        Ok(())
+    }
+
+    /// The levels, finest first.
+    pub fn levels(&self) -> &[AmgLevel] {
+        &self.levels
+    }
+
+    /// The dense inverse of the coarsest matrix (every entry stored), or `None` when the
+    /// coarsest level has more than [`DENSE_LIMIT`] rows and is smoothed instead.
+    pub fn coarse_inverse(&self) -> Option<&CsrMatrix<f64>> {
+        self.coarse_inverse.as_ref()
+    }
+
+    /// The parameters it was built with.
+    pub fn params(&self) -> &AmgParams {
+        &self.params
+    }
+
+    /// What the hierarchy is, for reports.
+    pub fn info(&self) -> AmgInfo {
+        let rows0 = self.levels[0].a.nrows().max(1) as f64;
+        let nnz0 = self.levels[0].a.nnz().max(1) as f64;
+        let levels: Vec<AmgLevelInfo> = self
+            .levels
+            .iter()
+            .map(|l| {
+                let bounds = match self.params.smoother {
+                    Smoother::Chebyshev { .. } => Some((l.rho * CHEBYSHEV_LOWER, l.rho * CHEBYSHEV_UPPER)),
+                    Smoother::L1Jacobi { .. } => None,
+                };
+                AmgLevelInfo { rows: l.a.nrows(), entries: l.a.nnz(), block_size: l.block_size, rho: l.rho, bounds }
+            })
+            .collect();
+        let transfer_entries: usize =
+            self.levels.iter().filter_map(|l| l.transfer.as_ref()).map(|t| t.p.nnz() + t.r.nnz()).sum();
+        AmgInfo {
+            operator_complexity: levels.iter().map(|l| l.entries as f64).sum::<f64>() / nnz0,
+            grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
+            hierarchy_entries: levels.iter().map(|l| l.entries).sum::<usize>()
+                + transfer_entries
+                + self.coarse_inverse.as_ref().map_or(0, |c| c.nnz()),
+            levels,
+            setup_time: self.setup_time,
+            smoother: self.params.smoother,
+            coarse_solve: if self.coarse_inverse.is_some() { "dense inverse" } else { "smoother" },
+            auto_reason: None,
+        }
+    }
+}
+
+/// The dense inverse of the coarsest level, when it is small enough.
+fn coarse_inverse(levels: &[AmgLevel]) -> std::result::Result<Option<CsrMatrix<f64>>, CgError> {
+    let last = levels.len() - 1;
+    let a = &levels[last].a;
+    if a.nrows() > DENSE_LIMIT {
+        return Ok(None);
+    }
+    dense::cholesky_inverse(a).map(Some).map_err(|e| CgError::CoarseNotPositiveDefinite {
+        level: last,
+        row: e.row,
+        pivot: e.pivot,
+    })
+}
+
+/// One level in an [`AmgInfo`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmgLevelInfo {
+    /// Rows.
+    pub rows: usize,
+    /// Stored entries of the level's matrix.
+    pub entries: usize,
+    /// Unknowns per node.
+    pub block_size: usize,
+    /// The estimate of `rho(D^-1 A)`.
+    pub rho: f64,
+    /// The Chebyshev smoother's eigenvalue interval on this level (`None` for l1-Jacobi).
+    pub bounds: Option<(f64, f64)>,
+}
+
+/// What an AMG hierarchy is: levels, complexities, setup time, smoother.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmgInfo {
+    /// The levels, finest first.
+    pub levels: Vec<AmgLevelInfo>,
+    /// `sum nnz(A_l) / nnz(A_0)`.
+    pub operator_complexity: f64,
+    /// `sum rows(A_l) / rows(A_0)`.
+    pub grid_complexity: f64,
+    /// Stored entries of every matrix of the hierarchy: the levels' `A`, `P` and `R`, and
+    /// the coarsest inverse.
+    pub hierarchy_entries: usize,
+    /// Time to build the hierarchy on the host and put it on the backend.
+    pub setup_time: Duration,
+    /// The smoother.
+    pub smoother: Smoother,
+    /// How the coarsest level is solved: `"dense inverse"` or `"smoother"`.
+    pub coarse_solve: &'static str,
+    /// Why [`PreconditionerKind::Auto`] chose AMG, when it did.
+    pub auto_reason: Option<String>,
+}
+
+impl AmgInfo {
+    /// The levels as a table, one line each, then the complexities.
+    pub fn table(&self) -> String {
+        let mut out = String::from("level        rows       entries  per row  rho(D^-1 A)\n");
+        for (l, info) in self.levels.iter().enumerate() {
+            out += &format!(
+                "{l:>5} {:>11} {:>13} {:>8.1} {:>12.4}\n",
+                info.rows,
+                info.entries,
+                info.entries as f64 / info.rows.max(1) as f64,
+                info.rho
+            );
+        }
+        out += &format!(
+            "operator complexity {:.3}, grid complexity {:.3}; smoother {}; coarsest level: {}",
+            self.operator_complexity, self.grid_complexity, self.smoother, self.coarse_solve
+        );
+        out
+    }
+}
+
+/// What [`PreconditionerKind::Auto`] chose, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoChoice {
+    /// [`PreconditionerKind::Amg`], [`PreconditionerKind::Jacobi`] or
+    /// [`PreconditionerKind::None`].
+    pub chosen: PreconditionerKind,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+/// The choice of [`PreconditionerKind::Auto`] that row statistics alone can make, before
+/// any AMG setup: `None` on a diagonal entry that is not positive; Jacobi when the longest
+/// row is more than [`AUTO_SKEW_LIMIT`] times the mean or every row is diagonally
+/// dominant by [`AUTO_DOMINANCE_LIMIT`]. `None` (the `Option`) means: build AMG and see.
+pub fn auto_precheck<T: Scalar>(a: &CsrMatrix<T>) -> Option<AutoChoice> {
+    let n = a.nrows();
+    let mut dominance = f64::INFINITY;
+    for i in 0..n {
+        let (cols, vals) = a.row(i);
+        let (mut diag, mut off) = (0.0f64, 0.0f64);
+        for (&c, &v) in cols.iter().zip(vals) {
+            if c as usize == i {
+                diag = v.to_f64();
+            } else {
+                off += v.to_f64().abs();
+            }
+        }
+        if !(diag.is_finite() && diag > 0.0) {
+            return Some(AutoChoice {
+                chosen: PreconditionerKind::None,
+                reason: format!(
+                    "diagonal entry at row {i} is {diag}: neither Jacobi nor AMG applies without a positive diagonal"
+                ),
+            });
+        }
+        dominance = dominance.min(if off > 0.0 { diag / off } else { f64::INFINITY });
+    }
+    let stats = a.row_stats();
+    let skew = stats.max as f64 / stats.mean.max(f64::MIN_POSITIVE);
+    if skew > AUTO_SKEW_LIMIT {
+        return Some(AutoChoice {
+            chosen: PreconditionerKind::Jacobi,
+            reason: format!(
+                "skewed degrees: the longest row has {} entries, {skew:.1}x the mean of {:.1} (above \
+                 {AUTO_SKEW_LIMIT}x): aggregates around hubs make AMG's coarse levels dense, and Jacobi-CG converges \
+                 quickly on such graphs",
+                stats.max, stats.mean
+            ),
+        });
+    }
+    if dominance >= AUTO_DOMINANCE_LIMIT {
+        return Some(AutoChoice {
+            chosen: PreconditionerKind::Jacobi,
+            reason: format!(
+                "every row is diagonally dominant by {dominance:.2}x (at least {AUTO_DOMINANCE_LIMIT}x): \
+                 cond(D^-1 A) is small and Jacobi-CG needs fewer iterations than AMG's setup costs"
+            ),
+        });
+    }
+    None
+}
+
+/// AMG as a [`Preconditioner`]: the hierarchy of [`AmgHierarchy::build`] on a backend, one
+/// V(1,1)-cycle per application. Build it once and solve many right-hand sides with
+/// [`cg_with`](super::cg_with); [`Amg::update_values`] redoes the numeric setup for new
+/// values on the same pattern.
+///
+/// # Example
+///
+/// ```
+/// use spgpu::{gen, solver::{cg_with, Amg, AmgParams, CgParams, Host}};
+/// let a = gen::laplacian_2d::<f64>(48);
+/// let amg = Amg::build(&Host, &a, &AmgParams::default())?;
+/// for k in 1..=3 {
+///     let b = vec![k as f64; a.nrows()];
+///     let mut x = vec![0.0; a.nrows()];
+///     let report = cg_with(&Host, &a, &amg, &b, &mut x, &CgParams::default(), &mut |_| {})?;
+///     assert!(report.iterations <= 15);
+/// }
+/// # Ok::<(), spgpu::solver::CgError>(())
+/// ```
+pub struct Amg<T: Scalar, B: Backend<T>> {
+    hierarchy: AmgHierarchy,
+    cycle: Cycle<T, B>,
+    info: AmgInfo,
+}
+
+impl<T: Scalar, B: Backend<T>> std::fmt::Debug for Amg<T, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Amg").field("info", &self.info).finish()
+    }
+}
+
+impl<T: Scalar, B: Backend<T>> Amg<T, B> {
+    /// Builds the hierarchy of `a` on the host ([`AmgHierarchy::build`], in `f64`) and puts
+    /// it on `backend`, in `T`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`AmgHierarchy::build`], and [`CgError::Backend`] when an upload fails.
+    pub fn build(backend: &B, a: &CsrMatrix<T>, params: &AmgParams) -> std::result::Result<Self, CgError> {
+        let hierarchy = AmgHierarchy::build(&a.cast::<f64>(), params)?;
+        Self::on_backend(backend, hierarchy)
+    }
+
+    /// Puts a hierarchy built on the host on `backend`.
+    ///
+    /// # Errors
+    ///
+    /// [`CgError::Backend`] when an upload fails.
+    pub fn from_hierarchy(backend: &B, hierarchy: AmgHierarchy) -> std::result::Result<Self, CgError> {
+        Self::on_backend(backend, hierarchy)
+    }
+
+    /// Uploads; the setup time reported is the hierarchy's plus the upload's.
+    fn on_backend(backend: &B, hierarchy: AmgHierarchy) -> std::result::Result<Self, CgError> {
+        let started = Instant::now();
+        let cycle = make_cycle(backend, &hierarchy)?;
+        let mut info = hierarchy.info();
+        info.setup_time = hierarchy.setup_time + started.elapsed();
+        Ok(Amg { hierarchy, cycle, info })
+    }
+
+    /// Redoes the numeric setup for `a`, which must have the pattern the preconditioner was
+    /// built on ([`AmgHierarchy::update_values`]), and uploads the new levels.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`AmgHierarchy::update_values`]; [`CgError::Backend`] when an upload fails.
+    pub fn update_values(&mut self, backend: &B, a: &CsrMatrix<T>) -> std::result::Result<(), CgError> {
+        let started = Instant::now();
+        self.hierarchy.update_values(&a.cast::<f64>())?;
+        self.cycle = make_cycle(backend, &self.hierarchy)?;
+        let reason = self.info.auto_reason.take();
+        self.info = self.hierarchy.info();
+        self.info.setup_time = started.elapsed();
+        self.info.auto_reason = reason;
+        Ok(())
+    }
+
+    /// The host hierarchy.
+    pub fn hierarchy(&self) -> &AmgHierarchy {
+        &self.hierarchy
+    }
+
+    /// Levels, complexities, setup time and smoother, for reports.
+    pub fn info(&self) -> &AmgInfo {
+        &self.info
+    }
+
+    pub(crate) fn set_auto_reason(&mut self, reason: String) {
+        self.info.auto_reason = Some(reason);
+    }
+}
+
+/// Builds the cycle of `h` on `backend`.
+fn make_cycle<T: Scalar, B: Backend<T>>(backend: &B, h: &AmgHierarchy) -> Result<Cycle<T, B>> {
+    let cast = |v: Vec<f64>| -> Vec<T> { v.into_iter().map(T::from_f64).collect() };
+    let specs = h
+        .levels
+        .iter()
+        .map(|l| {
+            let (steps, dinv) = match h.params.smoother {
+                Smoother::Chebyshev { degree } => (
+                    Steps::Chebyshev(chebyshev_coefficients(l.rho * CHEBYSHEV_LOWER, l.rho * CHEBYSHEV_UPPER, degree)),
+                    host_setup::inverse_diagonal(&l.a),
+                ),
+                Smoother::L1Jacobi { sweeps } => (Steps::L1Jacobi(sweeps), host_setup::inverse_l1_diagonal(&l.a)),
+            };
+            LevelSpec {
+                a: l.a.cast::<T>(),
+                dinv: cast(dinv),
+                steps,
+                transfer: l.transfer.as_ref().map(|t| (t.p.cast::<T>(), t.r.cast::<T>())),
+            }
+        })
+        .collect();
+    let inverse = h.coarse_inverse.as_ref().map(|c| c.cast::<T>());
+    Cycle::new(backend, specs, inverse.as_ref())
+}
+
+/// Builds what [`PreconditionerKind::Auto`] chooses for `a`: the AMG preconditioner when it
+/// is kept (`Some`), with the choice and its reason. First [`auto_precheck`] (row statistics
+/// only); then AMG is built and given up for Jacobi when its first level coarsens by less
+/// than [`AUTO_MIN_COARSENING`] or its operator complexity passes
+/// [`AUTO_MAX_OPERATOR_COMPLEXITY`] (the setup stops as soon as either is seen), or when
+/// its coarsest system is not positive definite.
+///
+/// # Errors
+///
+/// Those of [`Amg::build`] other than a coarsest system that is not positive definite.
+pub fn build_auto<T: Scalar, B: Backend<T>>(
+    backend: &B,
+    a: &CsrMatrix<T>,
+    params: &AmgParams,
+) -> std::result::Result<(Option<Amg<T, B>>, AutoChoice), CgError> {
+    if let Some(choice) = auto_precheck(a) {
+        return Ok((None, choice));
+    }
+    let jacobi = |reason: String| AutoChoice { chosen: PreconditionerKind::Jacobi, reason };
+    let built = match AmgHierarchy::build_inner(&a.cast::<f64>(), params, true) {
+        Ok(Ok(h)) => h,
+        Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
+        // a coarsest system that is not positive definite: CG would break down with AMG
+        Err(CgError::CoarseNotPositiveDefinite { level, .. }) => {
+            return Ok((
+                None,
+                jacobi(format!("AMG's coarsest system (level {level}) is not positive definite: Jacobi instead")),
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let info = built.info();
+    let reason = format!(
+        "AMG: {} levels, coarsening {:.1}x at the first, operator complexity {:.2} (at most \
+         {AUTO_MAX_OPERATOR_COMPLEXITY})",
+        info.levels.len(),
+        info.levels[0].rows as f64 / info.levels.get(1).map_or(1, |l| l.rows.max(1)) as f64,
+        info.operator_complexity
+    );
+    let mut amg = Amg::on_backend(backend, built)?;
+    amg.set_auto_reason(reason.clone());
+    Ok((Some(amg), AutoChoice { chosen: PreconditionerKind::Amg, reason }))
+}
+
+impl<T: Scalar, B: Backend<T>> Preconditioner<T, B> for Amg<T, B> {
+    fn name(&self) -> &'static str {
+        "amg"
+    }
+
+    /// One V-cycle outside a CG iteration (a fresh state of the backend's, so it
+    /// allocates that state).
+    fn apply(&self, backend: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        let mut state = backend.new_state(backend.len(r), 0)?;
+        self.cycle.apply(backend, &mut state, r, z)
+    }
+
+    fn apply_in(&self, backend: &B, state: &mut B::State, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        self.cycle.apply(backend, state, r, z)
+    }
+
+    fn recordable(&self) -> bool {
+        true
+    }
+}
