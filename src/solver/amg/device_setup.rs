@@ -680,4 +680,80 @@ mod tests {
         assert!(matches!(strength(ctx, &dd, 0.0, 2), Err(Error::InvalidArgument(_))));
         assert!(matches!(strength(ctx, &dd, 0.0, 9), Err(Error::InvalidArgument(_))));
     }
+
+    use std::fmt::Write as _;
+
+    // ---- the host's results for the CPU emulation of the kernels ----
+
+    // ---- the host's results for the CPU emulation of the kernels ----
+
+    fn arr_u(out: &mut String, name: &str, v: impl IntoIterator<Item = u64>) {
+        let v: Vec<u64> = v.into_iter().collect();
+        write!(out, "{name} {}", v.len()).unwrap();
+        for x in v {
+            write!(out, " {x}").unwrap();
+        }
+        out.push('\n');
+    }
+    fn arr_f(out: &mut String, name: &str, v: &[f64]) {
+        write!(out, "{name} {}", v.len()).unwrap();
+        for x in v {
+            write!(out, " {:016x}", x.to_bits()).unwrap();
+        }
+        out.push('\n');
+    }
+    fn csr(out: &mut String, name: &str, a: &CsrMatrix<f64>) {
+        arr_u(out, &format!("{name}.dims"), [a.nrows() as u64, a.ncols() as u64]);
+        arr_u(out, &format!("{name}.off"), a.row_offsets().iter().copied());
+        arr_u(out, &format!("{name}.cols"), a.col_indices().iter().map(|&c| c as u64));
+        arr_f(out, &format!("{name}.vals"), a.values());
+    }
+
+    /// The host's results for `tests/amg_emulation/run.sh` (into `$AMG_DUMP`), which runs the
+    /// setup kernels on the CPU and compares them with these.
+    #[test]
+    #[ignore = "run by tests/amg_emulation/run.sh"]
+    fn dump_host_results() {
+        let dir = std::env::var("AMG_DUMP").expect("AMG_DUMP names the folder");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, spec, bs) in [
+            ("lap2d", "lap2d:37", 1),
+            ("lap3d", "lap3d:11", 1),
+            ("geo", "geo:3001", 1),
+            ("glgeo", "graphlap:geo:2003", 1),
+            ("glrmat", "graphlap:rmat:11:8", 1),
+            ("elast", "elast:5", 3),
+        ] {
+            let a = crate::gen::from_spec::<f64>(spec).unwrap();
+            for (ti, theta) in [0.0, 0.08, 0.25].into_iter().enumerate() {
+                let mut inp = String::new();
+                let mut out = String::new();
+                let dinv = host_setup::inverse_diagonal(&a);
+                let rho = host_setup::spectral_radius(&a, &dinv);
+                arr_u(&mut inp, "bs", [bs as u64]);
+                arr_f(&mut inp, "theta", &[theta]);
+                arr_f(&mut inp, "rho", &[rho]);
+                csr(&mut inp, "A", &a);
+                let s = host_setup::strength(&a, theta, bs);
+                arr_u(&mut out, "S.off", s.offsets.iter().copied());
+                arr_u(&mut out, "S.cols", s.cols.iter().map(|&c| c as u64));
+                arr_u(&mut out, "state", host_setup::mis2(&s).into_iter().map(u64::from));
+                let (agg, count) = host_setup::aggregate(&s);
+                arr_u(&mut out, "agg", agg.iter().map(|&c| c as u64));
+                arr_u(&mut out, "count", [count as u64]);
+                let b = vec![1.0; a.nrows()];
+                let (pt, bc) = host_setup::tentative(&agg, count, bs, &b, 1);
+                csr(&mut out, "Pt", &pt);
+                arr_f(&mut out, "bc", &bc);
+                arr_f(&mut out, "dinv", &dinv);
+                let p = host_setup::smooth_prolongator(&a, &dinv, rho, &pt).unwrap();
+                csr(&mut out, "P", &p);
+                let (r, ac) = host_setup::galerkin(&a, &p).unwrap();
+                csr(&mut out, "R", &r);
+                csr(&mut out, "Ac", &ac);
+                std::fs::write(format!("{dir}/{name}-{ti}.in"), inp).unwrap();
+                std::fs::write(format!("{dir}/{name}-{ti}.host"), out).unwrap();
+            }
+        }
+    }
 }
