@@ -285,8 +285,24 @@ pub(crate) fn mis2(ctx: &'static Context, s: &DevicePattern) -> Result<Mis2> {
 ///
 /// [`Error::InsufficientMemory`]; [`Error::Cuda`].
 pub(crate) fn aggregate(ctx: &'static Context, s: &DevicePattern) -> Result<(DeviceArray<u32>, usize)> {
+    aggregate_from(ctx, s, mis2(ctx, s)?)
+}
+
+/// [`aggregate`] from the states that [`mis2`] returned, as
+/// [`host_setup::aggregate_from`] (it takes them, and scans their root flags in place).
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] when the states are not the pattern's;
+/// [`Error::InsufficientMemory`]; [`Error::Cuda`].
+pub(crate) fn aggregate_from(
+    ctx: &'static Context,
+    s: &DevicePattern,
+    states: Mis2,
+) -> Result<(DeviceArray<u32>, usize)> {
     let n = s.nrows;
-    let Mis2 { state, roots: mut root_id, .. } = mis2(ctx, s)?;
+    let Mis2 { state, roots: mut root_id, .. } = states;
+    check_len("amg aggregation: states of the pattern's nodes", n, state.len())?;
     check_memory(ctx, || format!("the aggregation of {n} nodes"), 3 * bytes::<u32>(n + 1))?;
     let roots = scan(ctx, &mut root_id, "aggregates")?;
     let mut agg1 = DeviceArray::<u32>::filled(ctx, n, 0xff, "the aggregates of pass 1")?;
