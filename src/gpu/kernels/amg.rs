@@ -12,10 +12,12 @@
 #![allow(dead_code)]
 
 use cust::launch;
+use cust::memory::{DeviceCopy, DevicePointer};
 
 use super::{index, BLOCK};
 use crate::error::DriverError;
-use crate::gpu::vector::check_len;
+use crate::gpu::memory::DeviceMemory;
+use crate::gpu::vector::{check_len, download, ptr_of};
 use crate::gpu::{Context, DeviceVector, ModuleId, Stream};
 use crate::{Error, Result, Scalar};
 
@@ -50,9 +52,11 @@ pub(crate) fn amg_kernel_name(kernel: AmgKernel, scalar: &str) -> String {
     format!("amg_{op}_{scalar}")
 }
 
-/// Every AMG kernel name, with its module, for `tests/ptx.rs`.
+/// Every AMG kernel name (the vector kernels in both element types, then the setup
+/// kernels), with its module, for `tests/ptx.rs`.
 pub(crate) fn all_kernel_names() -> Vec<(ModuleId, String)> {
-    AmgKernel::TYPED.iter().flat_map(|&k| ["f32", "f64"].map(|s| (ModuleId::Amg, amg_kernel_name(k, s)))).collect()
+    let typed = AmgKernel::TYPED.iter().flat_map(|&k| ["f32", "f64"].map(|s| (ModuleId::Amg, amg_kernel_name(k, s))));
+    typed.chain(SetupKernel::ALL.iter().map(|&k| (ModuleId::Amg, setup_kernel_name(k).to_string()))).collect()
 }
 
 /// The grid of a grid-stride vector kernel on `n` elements: one block per `BLOCK`
@@ -171,6 +175,799 @@ pub(crate) fn jacobi<T: Scalar>(
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, w, dp, rp, xp)) }.map_err(launch_error(&name))
 }
 
+// ---------------------------------------------------------------------------------------
+// The setup kernels (f64 values, 32-bit indices), launched by src/solver/amg/device_setup.rs
+// on the context's stream.
+
+/// Elements per block of the scan kernels (`AMG_SCAN_TILE` in `ptx/amg.cu`).
+pub(crate) const SCAN_TILE: usize = 2048;
+
+/// Most DOFs per node of the device strength step (`AMG_MAX_BLOCK` in `ptx/amg.cu`).
+pub(crate) const MAX_BLOCK: usize = 8;
+
+/// "No aggregate yet" and an empty hash slot (`AMG_NONE` in `ptx/amg.cu`).
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// The setup kernels of `ptx/amg.cu`, each with one fixed element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SetupKernel {
+    ScanTiles,
+    ScanPartials,
+    ScanApply,
+    Iota,
+    Diagonal,
+    StrengthCount,
+    StrengthFill,
+    NodeDiagonal,
+    NodeStrengthCount,
+    NodeStrengthFill,
+    Mis2Init,
+    Mis2Max1,
+    Mis2Max2,
+    Mis2Update,
+    AggPass1,
+    AggPass2,
+    AggLeftover,
+    TentPattern,
+    TentNorms,
+    TentValues,
+    CountColumns,
+    TransposeFill,
+    SortRows,
+    SpgemmSizes,
+    SpgemmSymbolic,
+    SpgemmColumns,
+    SpgemmNumeric,
+    SmoothValues,
+}
+
+impl SetupKernel {
+    pub(crate) const ALL: [SetupKernel; 28] = [
+        SetupKernel::ScanTiles,
+        SetupKernel::ScanPartials,
+        SetupKernel::ScanApply,
+        SetupKernel::Iota,
+        SetupKernel::Diagonal,
+        SetupKernel::StrengthCount,
+        SetupKernel::StrengthFill,
+        SetupKernel::NodeDiagonal,
+        SetupKernel::NodeStrengthCount,
+        SetupKernel::NodeStrengthFill,
+        SetupKernel::Mis2Init,
+        SetupKernel::Mis2Max1,
+        SetupKernel::Mis2Max2,
+        SetupKernel::Mis2Update,
+        SetupKernel::AggPass1,
+        SetupKernel::AggPass2,
+        SetupKernel::AggLeftover,
+        SetupKernel::TentPattern,
+        SetupKernel::TentNorms,
+        SetupKernel::TentValues,
+        SetupKernel::CountColumns,
+        SetupKernel::TransposeFill,
+        SetupKernel::SortRows,
+        SetupKernel::SpgemmSizes,
+        SetupKernel::SpgemmSymbolic,
+        SetupKernel::SpgemmColumns,
+        SetupKernel::SpgemmNumeric,
+        SetupKernel::SmoothValues,
+    ];
+}
+
+/// The `extern "C"` name of a setup kernel: `amg_<op>_<type>`, the type being `u32` for the
+/// kernels that move indices only and `f64` for those that read or write values. The only
+/// place where setup kernel names are built.
+pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
+    match kernel {
+        SetupKernel::ScanTiles => "amg_scan_tiles_u32",
+        SetupKernel::ScanPartials => "amg_scan_partials_u32",
+        SetupKernel::ScanApply => "amg_scan_apply_u32",
+        SetupKernel::Iota => "amg_iota_u32",
+        SetupKernel::Diagonal => "amg_diagonal_f64",
+        SetupKernel::StrengthCount => "amg_strength_count_f64",
+        SetupKernel::StrengthFill => "amg_strength_fill_f64",
+        SetupKernel::NodeDiagonal => "amg_node_diagonal_f64",
+        SetupKernel::NodeStrengthCount => "amg_node_strength_count_f64",
+        SetupKernel::NodeStrengthFill => "amg_node_strength_fill_f64",
+        SetupKernel::Mis2Init => "amg_mis2_init_u32",
+        SetupKernel::Mis2Max1 => "amg_mis2_max1_u32",
+        SetupKernel::Mis2Max2 => "amg_mis2_max2_u32",
+        SetupKernel::Mis2Update => "amg_mis2_update_u32",
+        SetupKernel::AggPass1 => "amg_agg_pass1_u32",
+        SetupKernel::AggPass2 => "amg_agg_pass2_u32",
+        SetupKernel::AggLeftover => "amg_agg_leftover_u32",
+        SetupKernel::TentPattern => "amg_tent_pattern_f64",
+        SetupKernel::TentNorms => "amg_tent_norms_f64",
+        SetupKernel::TentValues => "amg_tent_values_f64",
+        SetupKernel::CountColumns => "amg_count_columns_u32",
+        SetupKernel::TransposeFill => "amg_transpose_fill_f64",
+        SetupKernel::SortRows => "amg_sort_rows_f64",
+        SetupKernel::SpgemmSizes => "amg_spgemm_sizes_u32",
+        SetupKernel::SpgemmSymbolic => "amg_spgemm_symbolic_u32",
+        SetupKernel::SpgemmColumns => "amg_spgemm_columns_u32",
+        SetupKernel::SpgemmNumeric => "amg_spgemm_numeric_f64",
+        SetupKernel::SmoothValues => "amg_smooth_values_f64",
+    }
+}
+
+/// An array of plain values in device memory with its length (none allocated when empty,
+/// whose pointer is then null: CUDA cannot allocate zero bytes).
+pub(crate) struct DeviceArray<U: DeviceCopy> {
+    buf: Option<DeviceMemory<U>>,
+    len: usize,
+}
+
+impl<U: DeviceCopy + Default + Clone> DeviceArray<U> {
+    /// `len` elements of zero bytes (a memset queued on the context's stream).
+    pub(crate) fn zeroed(ctx: &'static Context, len: usize, what: &str) -> Result<Self> {
+        Self::filled(ctx, len, 0, what)
+    }
+
+    /// `len` elements whose bytes all equal `byte` (a memset queued on the context's stream).
+    pub(crate) fn filled(ctx: &'static Context, len: usize, byte: u8, what: &str) -> Result<Self> {
+        let buf = if len == 0 { None } else { Some(DeviceMemory::filled(ctx, len, byte, what)?) };
+        Ok(DeviceArray { buf, len })
+    }
+
+    /// A copy of `data`, complete when this returns.
+    pub(crate) fn from_slice(ctx: &'static Context, data: &[U], what: &str) -> Result<Self> {
+        let buf = if data.is_empty() { None } else { Some(DeviceMemory::from_slice(ctx, data, what)?) };
+        Ok(DeviceArray { buf, len: data.len() })
+    }
+
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the array is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (null when empty).
+    pub(crate) fn ptr(&self) -> DevicePointer<U> {
+        ptr_of(self.buf.as_ref())
+    }
+
+    /// A copy on the host, after the work queued before on the context's stream.
+    pub(crate) fn to_vec(&self, what: &str) -> Result<Vec<U>> {
+        download(self.buf.as_ref(), self.len, what)
+    }
+
+    /// Overwrites the array with `src` (same length, checked), after the work queued before.
+    pub(crate) fn copy_from(&mut self, src: &[U], what: &str) -> Result<()> {
+        check_len("DeviceArray::copy_from: length of the source", self.len, src.len())?;
+        match &mut self.buf {
+            Some(b) => b.copy_from_host(src, what),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The rows (or elements) `n` of a setup kernel as its `unsigned` argument, and its grid.
+fn rows_and_grid(what: &str, n: usize) -> Result<(u32, u32)> {
+    Ok((index(what, n)?, amg_grid(n)))
+}
+
+fn setup_function<'a>(ctx: &'a Context, kernel: SetupKernel) -> Result<cust::function::Function<'a>> {
+    ctx.make_current()?;
+    ctx.function(ModuleId::Amg, setup_kernel_name(kernel))
+}
+
+fn setup_error(kernel: SetupKernel) -> impl FnOnce(DriverError) -> Error {
+    move |e| Error::cuda(format!("launching {}", setup_kernel_name(kernel)), e)
+}
+
+/// The CSR arrays of a setup kernel's matrix operand: `nrows + 1` offsets whose last is
+/// `cols.len()`, checked here against the arrays' lengths (the entries themselves were
+/// validated where the matrix was made).
+pub(crate) struct CsrView<'a> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) offsets: &'a DeviceArray<u32>,
+    pub(crate) cols: &'a DeviceArray<u32>,
+    /// The values (`cols.len()` of them), or none for a pattern.
+    pub(crate) vals: Option<&'a DeviceArray<f64>>,
+}
+
+impl CsrView<'_> {
+    fn check(&self, what: &'static str) -> Result<()> {
+        check_len(what, self.nrows + 1, self.offsets.len())?;
+        if let Some(v) = self.vals {
+            check_len(what, self.cols.len(), v.len())?;
+        }
+        Ok(())
+    }
+
+    fn vals_ptr(&self) -> DevicePointer<f64> {
+        self.vals.map_or_else(DevicePointer::null, DeviceArray::ptr)
+    }
+}
+
+/// `counts` (`n + 1` elements, the first `n` counts) scanned in place: `counts[i]` becomes
+/// the sum of the counts before `i`, `counts[n]` their total (its low 32 bits), and
+/// `total[0]` the total in 64 bits (read it to check it against the index limit before
+/// the offsets are used). Three kernels: per-tile sums, their scan in one block, the tiles'
+/// scans; all integer, so the result does not depend on the launch shape.
+pub(crate) fn scan_in_place(
+    ctx: &'static Context,
+    counts: &mut DeviceArray<u32>,
+    total: &mut DeviceArray<u64>,
+) -> Result<()> {
+    if counts.is_empty() {
+        return Err(Error::InvalidArgument("amg scan: the counts need room for the total".into()));
+    }
+    check_len("amg scan: length of the total", 1, total.len())?;
+    let len = counts.len() - 1;
+    let n = index("AMG scan length", len)?;
+    let tiles = index("AMG scan tiles", len.div_ceil(SCAN_TILE).max(1))?;
+    let partials = DeviceArray::<u64>::zeroed(ctx, tiles as usize, "the AMG scan partials")?;
+    let stream = ctx.stream();
+    let (c, p, t) = (counts.ptr(), partials.ptr(), total.ptr());
+    let f = setup_function(ctx, SetupKernel::ScanTiles)?;
+    // SAFETY: amg_scan_tiles_u32(unsigned n, const unsigned* in, unsigned long long* partials);
+    // block b reads in[b*TILE .. min(n, (b+1)*TILE)) (bounds-checked against n) and writes
+    // partials[b]; the grid has `tiles` blocks of BLOCK threads and partials has `tiles`
+    // elements; counts has n + 1 > 0 elements (non-null).
+    unsafe { launch!(f<<<tiles, BLOCK, 0, stream>>>(n, c, p)) }.map_err(setup_error(SetupKernel::ScanTiles))?;
+    let f = setup_function(ctx, SetupKernel::ScanPartials)?;
+    // SAFETY: amg_scan_partials_u32(unsigned tiles, unsigned long long* partials, unsigned
+    // long long* total); one block walks partials[0..tiles) (tiles elements) and writes
+    // total[0] (1 element, checked).
+    unsafe { launch!(f<<<1, BLOCK, 0, stream>>>(tiles, p, t)) }.map_err(setup_error(SetupKernel::ScanPartials))?;
+    let f = setup_function(ctx, SetupKernel::ScanApply)?;
+    // SAFETY: amg_scan_apply_u32(unsigned n, const unsigned* in, const unsigned long long*
+    // partials, const unsigned long long* total, unsigned* out) with in == out == counts
+    // (n + 1 elements): block b reads then writes its own tile below n (every thread reads
+    // its inputs before the block's scan synchronizes, and writes only after it), block 0
+    // writes out[n]; partials has `tiles` elements, one per block.
+    unsafe { launch!(f<<<tiles, BLOCK, 0, stream>>>(n, c, p, t, c)) }.map_err(setup_error(SetupKernel::ScanApply))
+}
+
+/// `out[i] = i` for `i < out.len()` (the offsets of a matrix with one entry per row).
+pub(crate) fn iota(ctx: &Context, out: &mut DeviceArray<u32>) -> Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG iota length", out.len() - 1)?;
+    let f = setup_function(ctx, SetupKernel::Iota)?;
+    let (stream, o) = (ctx.stream(), out.ptr());
+    // SAFETY: amg_iota_u32(unsigned n, unsigned* out) writes out[0..=n]; out has n + 1
+    // elements and is borrowed mutably.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o)) }.map_err(setup_error(SetupKernel::Iota))
+}
+
+/// `diag[i] = a_ii` (0 when not stored) and `dinv[i] = 1 / a_ii` (0 when `a_ii == 0`).
+pub(crate) fn diagonal(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    diag: &mut DeviceArray<f64>,
+    dinv: &mut DeviceArray<f64>,
+) -> Result<()> {
+    a.check("amg diagonal: the matrix arrays")?;
+    check_len("amg diagonal: length of diag", a.nrows, diag.len())?;
+    check_len("amg diagonal: length of dinv", a.nrows, dinv.len())?;
+    if a.vals.is_none() {
+        return Err(Error::InvalidArgument("amg diagonal: the matrix has no values".into()));
+    }
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::Diagonal)?;
+    let (stream, o, c, v, d, di) = (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), diag.ptr(), dinv.ptr());
+    // SAFETY: amg_diagonal_f64(unsigned n, const unsigned* off, const unsigned* cols, const
+    // double* vals, double* diag, double* dinv); off has n + 1 elements (checked), every
+    // offset is within cols and vals (validated CSR, same lengths checked); diag and dinv have
+    // n elements, borrowed mutably; thread i writes element i only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, v, d, di)) }.map_err(setup_error(SetupKernel::Diagonal))
+}
+
+/// The strength count (`s_cols == None`: `counts[i]` = strong neighbours of row or node `i`)
+/// or fill pass (`s_cols` at the offsets `s_off`) of step 1; `bs == 1` on the rows,
+/// `bs > 1` (at most [`MAX_BLOCK`]) on the node graph with `diag` the node diagonal block
+/// norms.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn strength_pass(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    bs: usize,
+    diag: &DeviceArray<f64>,
+    theta: f64,
+    counts: Option<&mut DeviceArray<u32>>,
+    fill: Option<(&DeviceArray<u32>, &mut DeviceArray<u32>)>,
+) -> Result<()> {
+    a.check("amg strength: the matrix arrays")?;
+    if a.vals.is_none() || bs == 0 || bs > MAX_BLOCK || a.nrows % bs != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "amg strength: block size {bs} (at most {MAX_BLOCK}, dividing the {} rows) and values required",
+            a.nrows
+        )));
+    }
+    let nodes = a.nrows / bs;
+    check_len("amg strength: length of the diagonal", nodes, diag.len())?;
+    if nodes == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", nodes)?;
+    let bs32 = index("AMG block size", bs)?;
+    let stream = ctx.stream();
+    let (o, c, v, d) = (a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), diag.ptr());
+    match (counts, fill) {
+        (Some(counts), None) => {
+            check_len("amg strength: length of the counts", nodes + 1, counts.len())?;
+            let k = if bs == 1 { SetupKernel::StrengthCount } else { SetupKernel::NodeStrengthCount };
+            let f = setup_function(ctx, k)?;
+            let out = counts.ptr();
+            if bs == 1 {
+                // SAFETY: amg_strength_count_f64(unsigned n, const unsigned* off, const unsigned*
+                // cols, const double* vals, const double* diag, double theta, unsigned* counts);
+                // off has n + 1 elements, cols and vals cover every offset (validated CSR), every
+                // column indexes diag (n elements: square matrix); counts has n + 1 elements,
+                // thread i writes counts[i] only.
+                unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, v, d, theta, out)) }.map_err(setup_error(k))
+            } else {
+                // SAFETY: amg_node_strength_count_f64(unsigned nodes, unsigned bs, const unsigned*
+                // off, const unsigned* cols, const double* vals, const double* diag, double theta,
+                // unsigned* counts); off has nodes * bs + 1 elements, bs <= AMG_MAX_BLOCK
+                // (checked), every column / bs indexes diag (nodes elements); thread I writes
+                // counts[I] only.
+                unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, bs32, o, c, v, d, theta, out)) }
+                    .map_err(setup_error(k))
+            }
+        }
+        (None, Some((s_off, s_cols))) => {
+            check_len("amg strength: length of the offsets", nodes + 1, s_off.len())?;
+            let k = if bs == 1 { SetupKernel::StrengthFill } else { SetupKernel::NodeStrengthFill };
+            let f = setup_function(ctx, k)?;
+            let (so, sc) = (s_off.ptr(), s_cols.ptr());
+            if bs == 1 {
+                // SAFETY: amg_strength_fill_f64(unsigned n, const unsigned* off, const unsigned*
+                // cols, const double* vals, const double* diag, double theta, const unsigned*
+                // s_off, unsigned* s_cols); as the count pass, and s_off is the scan of its counts
+                // (n + 1 elements, the caller sized s_cols to s_off[n]), so thread i writes
+                // s_cols[s_off[i] .. s_off[i + 1]) only.
+                unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, v, d, theta, so, sc)) }.map_err(setup_error(k))
+            } else {
+                // SAFETY: amg_node_strength_fill_f64(unsigned nodes, unsigned bs, const unsigned*
+                // off, const unsigned* cols, const double* vals, const double* diag, double theta,
+                // const unsigned* s_off, unsigned* s_cols); as the node count pass and the fill
+                // pass above.
+                unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, bs32, o, c, v, d, theta, so, sc)) }
+                    .map_err(setup_error(k))
+            }
+        }
+        _ => Err(Error::InvalidArgument("amg strength: one of counts and fill".into())),
+    }
+}
+
+/// `diag[I] = ||block(I, I)||_F` for nodes of `bs` (at most [`MAX_BLOCK`]) rows.
+pub(crate) fn node_diagonal(ctx: &Context, a: &CsrView<'_>, bs: usize, diag: &mut DeviceArray<f64>) -> Result<()> {
+    a.check("amg node diagonal: the matrix arrays")?;
+    if a.vals.is_none() || bs == 0 || bs > MAX_BLOCK || a.nrows % bs != 0 {
+        return Err(Error::InvalidArgument(format!("amg node diagonal: block size {bs}")));
+    }
+    let nodes = a.nrows / bs;
+    check_len("amg node diagonal: length of diag", nodes, diag.len())?;
+    if nodes == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", nodes)?;
+    let bs32 = index("AMG block size", bs)?;
+    let f = setup_function(ctx, SetupKernel::NodeDiagonal)?;
+    let (stream, o, c, v, d) = (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), diag.ptr());
+    // SAFETY: amg_node_diagonal_f64(unsigned nodes, unsigned bs, const unsigned* off, const
+    // unsigned* cols, const double* vals, double* diag); off has nodes * bs + 1 elements
+    // (checked), bs <= AMG_MAX_BLOCK (the kernel's local arrays), diag has nodes elements and
+    // thread I writes diag[I] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, bs32, o, c, v, d)) }
+        .map_err(setup_error(SetupKernel::NodeDiagonal))
+}
+
+/// The four kernels of one MIS-2 round, or the start (`state = UNDECIDED`).
+pub(crate) fn mis2_init(ctx: &Context, state: &mut DeviceArray<u32>) -> Result<()> {
+    if state.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", state.len())?;
+    let f = setup_function(ctx, SetupKernel::Mis2Init)?;
+    let (stream, s) = (ctx.stream(), state.ptr());
+    // SAFETY: amg_mis2_init_u32(unsigned n, unsigned* state); state has n elements, borrowed
+    // mutably, thread i writes state[i].
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, s)) }.map_err(setup_error(SetupKernel::Mis2Init))
+}
+
+/// One synchronous MIS-2 round on the pattern `s`: `m1`, `m2` (scratch, `n` each), then the
+/// update of `state`; `undecided[0]` is set to 1 when a node stays undecided (the caller
+/// zeroes it first), and `roots[i]` (`n + 1` elements) to 1 for each root.
+pub(crate) fn mis2_round(
+    ctx: &Context,
+    s: &CsrView<'_>,
+    state: &mut DeviceArray<u32>,
+    m1: &mut DeviceArray<u64>,
+    m2: &mut DeviceArray<u64>,
+    undecided: &mut DeviceArray<u32>,
+    roots: &mut DeviceArray<u32>,
+) -> Result<()> {
+    s.check("amg mis2: the pattern arrays")?;
+    let len = s.nrows;
+    check_len("amg mis2: length of the states", len, state.len())?;
+    check_len("amg mis2: length of m1", len, m1.len())?;
+    check_len("amg mis2: length of m2", len, m2.len())?;
+    check_len("amg mis2: length of the flag", 1, undecided.len())?;
+    check_len("amg mis2: length of the root flags", len + 1, roots.len())?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", len)?;
+    let stream = ctx.stream();
+    let (o, c, st, a, b, u, r) =
+        (s.offsets.ptr(), s.cols.ptr(), state.ptr(), m1.ptr(), m2.ptr(), undecided.ptr(), roots.ptr());
+    let f = setup_function(ctx, SetupKernel::Mis2Max1)?;
+    // SAFETY: amg_mis2_max1_u32(unsigned n, const unsigned* off, const unsigned* cols, const
+    // unsigned* state, unsigned long long* m1); off has n + 1 elements, every column of the
+    // validated pattern is below n (square), state and m1 have n elements; thread i writes
+    // m1[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, st, a)) }.map_err(setup_error(SetupKernel::Mis2Max1))?;
+    let f = setup_function(ctx, SetupKernel::Mis2Max2)?;
+    // SAFETY: amg_mis2_max2_u32(unsigned n, const unsigned* off, const unsigned* cols, const
+    // unsigned long long* m1, unsigned long long* m2); as above, thread i writes m2[i] only
+    // (m1 and m2 are distinct arrays).
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, a, b)) }.map_err(setup_error(SetupKernel::Mis2Max2))?;
+    let f = setup_function(ctx, SetupKernel::Mis2Update)?;
+    // SAFETY: amg_mis2_update_u32(unsigned n, const unsigned long long* m2, unsigned* state,
+    // unsigned* undecided, unsigned* roots); m2 and state have n elements, roots n + 1, the
+    // flag 1 (an integer atomic exchange of the same value 1 by any writer); thread i writes
+    // state[i] and roots[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, b, st, u, r)) }.map_err(setup_error(SetupKernel::Mis2Update))
+}
+
+/// Pass 1 (`agg1` from the states and the root numbers) and pass 2 (`agg2`, and `left[i] =
+/// 1` where still unassigned) of the aggregation.
+pub(crate) fn aggregate_passes(
+    ctx: &Context,
+    s: &CsrView<'_>,
+    state: &DeviceArray<u32>,
+    root_id: &DeviceArray<u32>,
+    agg1: &mut DeviceArray<u32>,
+    agg2: &mut DeviceArray<u32>,
+    left: &mut DeviceArray<u32>,
+) -> Result<()> {
+    s.check("amg aggregation: the pattern arrays")?;
+    let len = s.nrows;
+    check_len("amg aggregation: length of the states", len, state.len())?;
+    check_len("amg aggregation: length of the root numbers", len + 1, root_id.len())?;
+    check_len("amg aggregation: length of pass 1", len, agg1.len())?;
+    check_len("amg aggregation: length of pass 2", len, agg2.len())?;
+    check_len("amg aggregation: length of the left flags", len + 1, left.len())?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", len)?;
+    let stream = ctx.stream();
+    let (o, c, st, id, a1, a2, l) =
+        (s.offsets.ptr(), s.cols.ptr(), state.ptr(), root_id.ptr(), agg1.ptr(), agg2.ptr(), left.ptr());
+    let f = setup_function(ctx, SetupKernel::AggPass1)?;
+    // SAFETY: amg_agg_pass1_u32(unsigned n, const unsigned* off, const unsigned* cols, const
+    // unsigned* state, const unsigned* root_id, unsigned* agg); off has n + 1 elements, the
+    // pattern's columns are below n, state, root_id and agg have at least n; thread i writes
+    // agg[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, st, id, a1)) }
+        .map_err(setup_error(SetupKernel::AggPass1))?;
+    let f = setup_function(ctx, SetupKernel::AggPass2)?;
+    // SAFETY: amg_agg_pass2_u32(unsigned n, const unsigned* off, const unsigned* cols, const
+    // unsigned* agg1, unsigned* agg2, unsigned* left); as above, agg1 and agg2 distinct, thread
+    // i writes agg2[i] and left[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, a1, a2, l)) }.map_err(setup_error(SetupKernel::AggPass2))
+}
+
+/// `agg[i] = roots + left_id[i]` where `agg[i]` is still [`NONE`].
+pub(crate) fn aggregate_leftover(
+    ctx: &Context,
+    roots: u32,
+    left_id: &DeviceArray<u32>,
+    agg: &mut DeviceArray<u32>,
+) -> Result<()> {
+    check_len("amg aggregation: length of the left numbers", agg.len() + 1, left_id.len())?;
+    if agg.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG nodes", agg.len())?;
+    let f = setup_function(ctx, SetupKernel::AggLeftover)?;
+    let (stream, l, a) = (ctx.stream(), left_id.ptr(), agg.ptr());
+    // SAFETY: amg_agg_leftover_u32(unsigned n, unsigned roots, const unsigned* left_id,
+    // unsigned* agg); left_id has n + 1 elements, agg n, borrowed mutably; thread i writes
+    // agg[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, roots, l, a)) }.map_err(setup_error(SetupKernel::AggLeftover))
+}
+
+/// `cols[d] = agg[d / bs]`, `vals[d] = b[d]`: the tentative prolongator's pattern with `b`
+/// as values (`n = b.len()` DOFs).
+pub(crate) fn tentative_pattern(
+    ctx: &Context,
+    bs: usize,
+    agg: &DeviceArray<u32>,
+    b: &DeviceArray<f64>,
+    cols: &mut DeviceArray<u32>,
+    vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    let len = b.len();
+    check_len("amg tentative: DOFs of the aggregates", len, agg.len() * bs.max(1))?;
+    check_len("amg tentative: length of the columns", len, cols.len())?;
+    check_len("amg tentative: length of the values", len, vals.len())?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG DOFs", len)?;
+    let bs32 = index("AMG block size", bs.max(1))?;
+    let f = setup_function(ctx, SetupKernel::TentPattern)?;
+    let (stream, a, bp, c, v) = (ctx.stream(), agg.ptr(), b.ptr(), cols.ptr(), vals.ptr());
+    // SAFETY: amg_tent_pattern_f64(unsigned n, unsigned bs, const unsigned* agg, const double*
+    // b, unsigned* cols, double* vals); b, cols and vals have n elements, agg n / bs (checked:
+    // d / bs < agg.len() for d < n); thread d writes cols[d] and vals[d] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, bs32, a, bp, c, v)) }
+        .map_err(setup_error(SetupKernel::TentPattern))
+}
+
+/// `norms[c]` = the 2-norm of the values of row `c` of `t` (the transposed tentative
+/// pattern: each aggregate's entries of `b` in increasing DOF order), then the tentative
+/// values `vals[d] = vals[d] / norms[cols[d]]` (0 where the norm is 0).
+pub(crate) fn tentative_values(
+    ctx: &Context,
+    t: &CsrView<'_>,
+    norms: &mut DeviceArray<f64>,
+    cols: &DeviceArray<u32>,
+    vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    t.check("amg tentative: the transposed arrays")?;
+    check_len("amg tentative: length of the norms", t.nrows, norms.len())?;
+    check_len("amg tentative: length of the values", cols.len(), vals.len())?;
+    check_len("amg tentative: entries of the transpose", cols.len(), t.cols.len())?;
+    let stream = ctx.stream();
+    if t.nrows > 0 {
+        let (count, grid) = rows_and_grid("AMG aggregates", t.nrows)?;
+        let f = setup_function(ctx, SetupKernel::TentNorms)?;
+        let (o, v, nr) = (t.offsets.ptr(), t.vals_ptr(), norms.ptr());
+        // SAFETY: amg_tent_norms_f64(unsigned count, const unsigned* t_off, const double*
+        // t_vals, double* norms); t_off has count + 1 elements bounding t_vals (same length as
+        // its columns, checked), norms has count; thread c writes norms[c] only.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(count, o, v, nr)) }
+            .map_err(setup_error(SetupKernel::TentNorms))?;
+    }
+    if cols.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG DOFs", cols.len())?;
+    let f = setup_function(ctx, SetupKernel::TentValues)?;
+    let (c, nr, v) = (cols.ptr(), norms.ptr(), vals.ptr());
+    // SAFETY: amg_tent_values_f64(unsigned n, const unsigned* cols, const double* norms,
+    // double* vals); cols and vals have n elements, every column is an aggregate below
+    // norms.len() (the columns of the transposed pattern's rows); thread d writes vals[d].
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, c, nr, v)) }.map_err(setup_error(SetupKernel::TentValues))
+}
+
+/// `counts[c] += 1` for every entry of column `c` (`counts`: `ncols + 1` zeros).
+pub(crate) fn count_columns(ctx: &Context, a: &CsrView<'_>, counts: &mut DeviceArray<u32>) -> Result<()> {
+    a.check("amg transpose: the matrix arrays")?;
+    check_len("amg transpose: length of the counts", a.ncols + 1, counts.len())?;
+    if a.cols.is_empty() {
+        return Ok(());
+    }
+    let (nnz, grid) = rows_and_grid("AMG entries", a.cols.len())?;
+    let f = setup_function(ctx, SetupKernel::CountColumns)?;
+    let (stream, c, out) = (ctx.stream(), a.cols.ptr(), counts.ptr());
+    // SAFETY: amg_count_columns_u32(unsigned nnz, const unsigned* cols, unsigned* counts);
+    // cols has nnz elements, each below ncols (validated CSR), counts has ncols + 1 (integer
+    // atomics: the counts do not depend on their order).
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nnz, c, out)) }.map_err(setup_error(SetupKernel::CountColumns))
+}
+
+/// The transpose's entries placed at `t_off` (the scan of [`count_columns`]) with the
+/// cursors `cursor` (`ncols + 1` zeros), then each row sorted by column.
+pub(crate) fn transpose_fill(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    t_off: &DeviceArray<u32>,
+    cursor: &mut DeviceArray<u32>,
+    t_cols: &mut DeviceArray<u32>,
+    t_vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    a.check("amg transpose: the matrix arrays")?;
+    if a.vals.is_none() {
+        return Err(Error::InvalidArgument("amg transpose: the matrix has no values".into()));
+    }
+    check_len("amg transpose: length of the offsets", a.ncols + 1, t_off.len())?;
+    check_len("amg transpose: length of the cursors", a.ncols + 1, cursor.len())?;
+    check_len("amg transpose: entries", a.cols.len(), t_cols.len())?;
+    check_len("amg transpose: values", a.cols.len(), t_vals.len())?;
+    let stream = ctx.stream();
+    if a.nrows > 0 && !a.cols.is_empty() {
+        let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+        let f = setup_function(ctx, SetupKernel::TransposeFill)?;
+        let (o, c, v, to, cu, tc, tv) =
+            (a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), t_off.ptr(), cursor.ptr(), t_cols.ptr(), t_vals.ptr());
+        // SAFETY: amg_transpose_fill_f64(unsigned nrows, const unsigned* off, const unsigned*
+        // cols, const double* vals, const unsigned* t_off, unsigned* cursor, unsigned* t_cols,
+        // double* t_vals); t_off is the scan of the column counts of these very entries, so
+        // t_off[c] + (the atomic cursor of c) < t_off[c + 1] <= nnz = t_cols.len() (checked):
+        // every slot is written once, by the thread whose atomic returned it.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, o, c, v, to, cu, tc, tv)) }
+            .map_err(setup_error(SetupKernel::TransposeFill))?;
+    }
+    if a.ncols == 0 {
+        return Ok(());
+    }
+    let (nt, grid) = rows_and_grid("AMG columns", a.ncols)?;
+    let f = setup_function(ctx, SetupKernel::SortRows)?;
+    let (to, tc, tv) = (t_off.ptr(), t_cols.ptr(), t_vals.ptr());
+    // SAFETY: amg_sort_rows_f64(unsigned nrows, const unsigned* off, unsigned* cols, double*
+    // vals); off (ncols + 1 elements) bounds cols and vals (nnz each); thread c sorts its own
+    // row's range only (null arrays are never touched when nnz is 0: every range is empty).
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nt, to, tc, tv)) }.map_err(setup_error(SetupKernel::SortRows))
+}
+
+/// `sizes[i]` = the hash-table size of row `i` of `A B` (a power of two, at least twice the
+/// row's products); `too_many[0]` set to 1 where a row has more than 2^30 products.
+pub(crate) fn spgemm_sizes(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    b: &CsrView<'_>,
+    sizes: &mut DeviceArray<u32>,
+    too_many: &mut DeviceArray<u32>,
+) -> Result<()> {
+    a.check("amg spgemm: the arrays of A")?;
+    b.check("amg spgemm: the arrays of B")?;
+    check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
+    check_len("amg spgemm: length of the sizes", a.nrows + 1, sizes.len())?;
+    check_len("amg spgemm: length of the flag", 1, too_many.len())?;
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::SpgemmSizes)?;
+    let (stream, ao, ac, bo, s, t) =
+        (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), b.offsets.ptr(), sizes.ptr(), too_many.ptr());
+    // SAFETY: amg_spgemm_sizes_u32(unsigned m, const unsigned* a_off, const unsigned* a_cols,
+    // const unsigned* b_off, unsigned* sizes, unsigned* too_many); a_off has m + 1 elements,
+    // every column of A is below b.nrows (inner dimension checked) so b_off[j + 1] exists;
+    // thread i writes sizes[i] only (sizes has m + 1), the flag by an integer atomic.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, s, t)) }
+        .map_err(setup_error(SetupKernel::SpgemmSizes))
+}
+
+/// The symbolic pass of `A B`: every row's columns into its table (`table`: `t_off[m]`
+/// slots filled with [`NONE`] bytes, `t_off` the scan of [`spgemm_sizes`]), the distinct
+/// count of row `i` into `counts[i]`.
+pub(crate) fn spgemm_symbolic(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    b: &CsrView<'_>,
+    t_off: &DeviceArray<u32>,
+    table: &mut DeviceArray<u32>,
+    counts: &mut DeviceArray<u32>,
+) -> Result<()> {
+    a.check("amg spgemm: the arrays of A")?;
+    b.check("amg spgemm: the arrays of B")?;
+    check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
+    check_len("amg spgemm: length of the table offsets", a.nrows + 1, t_off.len())?;
+    check_len("amg spgemm: length of the counts", a.nrows + 1, counts.len())?;
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::SpgemmSymbolic)?;
+    let (stream, ao, ac, bo, bc, to, t, c) = (
+        ctx.stream(),
+        a.offsets.ptr(),
+        a.cols.ptr(),
+        b.offsets.ptr(),
+        b.cols.ptr(),
+        t_off.ptr(),
+        table.ptr(),
+        counts.ptr(),
+    );
+    // SAFETY: amg_spgemm_symbolic_u32(unsigned m, const unsigned* a_off, const unsigned* a_cols,
+    // const unsigned* b_off, const unsigned* b_cols, const unsigned* t_off, unsigned* table,
+    // unsigned* counts); t_off is the scan of the table sizes (each a power of two at least
+    // twice the row's products, so a probe always finds an empty slot or the column), table
+    // has t_off[m] slots (the caller sized it from the scan's total); thread i touches its own
+    // table range and counts[i] only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, bc, to, t, c)) }
+        .map_err(setup_error(SetupKernel::SpgemmSymbolic))
+}
+
+/// The columns of `C = A B` (`c_off` the scan of [`spgemm_symbolic`]'s counts), sorted in
+/// each row, then the values, each a sum in the host's order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spgemm_numeric(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    b: &CsrView<'_>,
+    t_off: &DeviceArray<u32>,
+    table: &DeviceArray<u32>,
+    c_off: &DeviceArray<u32>,
+    c_cols: &mut DeviceArray<u32>,
+    c_vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    a.check("amg spgemm: the arrays of A")?;
+    b.check("amg spgemm: the arrays of B")?;
+    if a.vals.is_none() || b.vals.is_none() {
+        return Err(Error::InvalidArgument("amg spgemm: both factors need values".into()));
+    }
+    check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
+    check_len("amg spgemm: length of the table offsets", a.nrows + 1, t_off.len())?;
+    check_len("amg spgemm: length of the offsets of C", a.nrows + 1, c_off.len())?;
+    check_len("amg spgemm: values of C", c_cols.len(), c_vals.len())?;
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let stream = ctx.stream();
+    let f = setup_function(ctx, SetupKernel::SpgemmColumns)?;
+    let (to, t, co, cc, cv) = (t_off.ptr(), table.ptr(), c_off.ptr(), c_cols.ptr(), c_vals.ptr());
+    // SAFETY: amg_spgemm_columns_u32(unsigned m, const unsigned* t_off, const unsigned* table,
+    // const unsigned* c_off, unsigned* c_cols); row i's table range holds exactly
+    // c_off[i + 1] - c_off[i] distinct columns (c_off is the scan of those counts, c_cols has
+    // c_off[m] elements: sized by the caller from the scan's total), so thread i writes its
+    // own range of c_cols only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, to, t, co, cc)) }
+        .map_err(setup_error(SetupKernel::SpgemmColumns))?;
+    let f = setup_function(ctx, SetupKernel::SpgemmNumeric)?;
+    let (ao, ac, av, bo, bc, bv) =
+        (a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), b.offsets.ptr(), b.cols.ptr(), b.vals_ptr());
+    // SAFETY: amg_spgemm_numeric_f64(unsigned m, const unsigned* a_off, const unsigned* a_cols,
+    // const double* a_vals, const unsigned* b_off, const unsigned* b_cols, const double*
+    // b_vals, const unsigned* c_off, const unsigned* c_cols, double* c_vals); every product's
+    // column is in row i of C (the symbolic pass inserted it), so the binary search lands in
+    // the row's range; thread i writes c_vals of its own range only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+        .map_err(setup_error(SetupKernel::SpgemmNumeric))
+}
+
+/// The values of the smoothed prolongator on the structure of `A P_tent`: entry `(i, c)` is
+/// `pt_ic - (omega * dinv_i) * ap_ic`.
+pub(crate) fn smooth_values(
+    ctx: &Context,
+    omega: f64,
+    dinv: &DeviceArray<f64>,
+    pt: &CsrView<'_>,
+    ap: &CsrView<'_>,
+    p_vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    pt.check("amg smoothing: the arrays of P_tent")?;
+    ap.check("amg smoothing: the arrays of A P_tent")?;
+    if pt.vals.is_none() || ap.vals.is_none() {
+        return Err(Error::InvalidArgument("amg smoothing: both matrices need values".into()));
+    }
+    check_len("amg smoothing: rows", pt.nrows, ap.nrows)?;
+    check_len("amg smoothing: length of the inverse diagonal", pt.nrows, dinv.len())?;
+    check_len("amg smoothing: values of P", ap.cols.len(), p_vals.len())?;
+    if pt.nrows == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG rows", pt.nrows)?;
+    let f = setup_function(ctx, SetupKernel::SmoothValues)?;
+    let (stream, d, po, pc, pv, ao, ac, av, out) = (
+        ctx.stream(),
+        dinv.ptr(),
+        pt.offsets.ptr(),
+        pt.cols.ptr(),
+        pt.vals_ptr(),
+        ap.offsets.ptr(),
+        ap.cols.ptr(),
+        ap.vals_ptr(),
+        p_vals.ptr(),
+    );
+    // SAFETY: amg_smooth_values_f64(unsigned n, double omega, const double* dinv, const
+    // unsigned* pt_off, const unsigned* pt_cols, const double* pt_vals, const unsigned* ap_off,
+    // const unsigned* ap_cols, const double* ap_vals, double* p_vals); both offsets have n + 1
+    // elements bounding their arrays, dinv n, p_vals the entries of A P_tent (checked); thread
+    // i writes p_vals in row i's range only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, omega, d, po, pc, pv, ao, ac, av, out)) }
+        .map_err(setup_error(SetupKernel::SmoothValues))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,11 +975,19 @@ mod tests {
     #[test]
     fn names_follow_the_scheme_and_are_unique() {
         let names = all_kernel_names();
-        assert_eq!(names.len(), 2 * AmgKernel::TYPED.len());
+        assert_eq!(names.len(), 2 * AmgKernel::TYPED.len() + SetupKernel::ALL.len());
         let unique: std::collections::HashSet<_> = names.iter().map(|(_, n)| n.as_str()).collect();
         assert_eq!(unique.len(), names.len());
-        for n in ["amg_axpby_f32", "amg_axpby_f64", "amg_cheb_f32", "amg_cheb_f64", "amg_jacobi_f32", "amg_jacobi_f64"]
-        {
+        for n in [
+            "amg_scan_tiles_u32",
+            "amg_spgemm_numeric_f64",
+            "amg_axpby_f32",
+            "amg_axpby_f64",
+            "amg_cheb_f32",
+            "amg_cheb_f64",
+            "amg_jacobi_f32",
+            "amg_jacobi_f64",
+        ] {
             assert!(unique.contains(n), "{n}");
         }
         assert!(names.iter().all(|(m, _)| *m == ModuleId::Amg));

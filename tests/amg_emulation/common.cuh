@@ -1,0 +1,35 @@
+// CPU stand-ins for the CUDA built-ins that ptx/amg.cu uses (tests/amg_emulation/run.sh).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <algorithm>
+#include <barrier>
+using std::min; using std::sqrt; using std::fabs;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__
+#define __shared__ static
+struct Dim { unsigned x; };
+extern thread_local Dim blockIdx, threadIdx;
+extern Dim blockDim, gridDim;
+typedef float f32; typedef double f64;
+#define SPGPU_BLOCK 256
+template <typename T> inline T ldg(const T* p) { return *p; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p += v; return o; }
+inline unsigned atomicExch(unsigned* p, unsigned v) { unsigned o = *p; *p = v; return o; }
+extern std::barrier<>* bar;
+extern unsigned long long shfl_slots[256];
+inline void __syncthreads() { bar->arrive_and_wait(); }
+template <typename T> inline T __shfl_up_sync(unsigned, T v, int o) {
+    unsigned t = threadIdx.x, lane = t & 31;
+    shfl_slots[t] = (unsigned long long)v;
+    bar->arrive_and_wait();
+    T r = lane >= (unsigned)o ? (T)shfl_slots[t - o] : v;
+    bar->arrive_and_wait();
+    return r;
+}
