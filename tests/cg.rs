@@ -532,7 +532,8 @@ fn cli_falls_back_to_the_cpu_without_a_gpu() {
     match spgpu::gpu::Context::global() {
         Err(e) if e.is_no_device() => {}
         _ => {
-            eprintln!("cli_falls_back_to_the_cpu_without_a_gpu: skipped: a GPU is present");
+            let line = "cli_falls_back_to_the_cpu_without_a_gpu: skipped: a GPU is present\n";
+            std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes()).ok();
             return;
         }
     }

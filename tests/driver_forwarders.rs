@@ -43,7 +43,8 @@ fn host_triple() -> String {
 /// a printed line) when the test does not run under cargo (a staged executable on a GPU host).
 fn cust_raw_bindings() -> Option<(String, PathBuf)> {
     let Some(cargo) = std::env::var_os("CARGO") else {
-        eprintln!("skipped: not run by cargo (CARGO is not set), so cust_raw's sources cannot be found");
+        let line = "skipped: not run by cargo (CARGO is not set), so cust_raw's sources cannot be found\n";
+        std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes()).ok();
         return None;
     };
     // Only this platform's packages: a fresh machine's cargo has downloaded no others, and

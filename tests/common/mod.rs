@@ -81,7 +81,9 @@ pub fn external_file(names: &[&str]) -> Option<PathBuf> {
 fn skip_without_matrices(why: &str) {
     let test = std::thread::current().name().unwrap_or("test").to_string();
     assert!(std::env::var("SPGPU_REQUIRE_MATRICES").as_deref() != Ok("1"), "{test}: {why} (SPGPU_REQUIRE_MATRICES=1)");
-    eprintln!("{test}: skipped: {why}");
+    // straight to stderr: the harness captures eprintln!, not this, so the skip always shows
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
 }
 
 /// The context, or `None` (with a printed line) when there is no GPU and none is required.
