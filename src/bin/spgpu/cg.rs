@@ -6,7 +6,7 @@
 //! relative residual `||b - A x|| / ||b||` (recomputed from `x`) and which tolerance it
 //! met, the times for reading, uploading and solving, and the time per iteration against
 //! the bytes-moved floor of an iteration (`docs/cg.md`): the SpMV's bytes by the byte model
-//! of `spgpu bench` (`bench::model::csr_bytes`) plus the vector bytes of the fused CG
+//! of `spgpu bench` (`spgpu::bytes::csr_bytes`) plus the vector bytes of the fused CG
 //! kernels (`spgpu::solver::cg_vector_bytes`), over the copy bandwidth (`--bandwidth-gbs`,
 //! default the H200's measured 4280 GB/s). A tolerance below what the precision can reach
 //! is flagged before the solve.
@@ -597,7 +597,7 @@ fn print_summary<T: Scalar>(
 /// `bandwidth_gbs` GB/s.
 fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: f64) -> String {
     let n = a.nrows();
-    let spmv = crate::bench::model::csr_bytes(n, n, a.nnz(), T::BYTES, false);
+    let spmv = spgpu::bytes::csr_bytes(n, n, a.nnz(), T::BYTES, false);
     let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
     let bytes = spmv + vectors;
     let secs = r.time_per_iteration().as_secs_f64();
@@ -616,7 +616,7 @@ fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: 
         spmv as f64 / 1e6,
         vectors as f64 / 1e6,
         secs / floor,
-        crate::bench::model::gbps(bytes, secs)
+        spgpu::bytes::gbps(bytes, secs)
     )
 }
 

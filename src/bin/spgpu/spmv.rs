@@ -203,7 +203,7 @@ fn run_kernel<T: Scalar>(
     }
     per_launch.sort_by(f64::total_cmp);
     let median = per_launch[per_launch.len() / 2];
-    let bytes = crate::bench::model::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
+    let bytes = spgpu::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
     outln!(

@@ -16,8 +16,8 @@ use cust::memory::{DeviceCopy, DevicePointer};
 
 use super::{index, BLOCK};
 use crate::error::DriverError;
-use crate::gpu::memory::DeviceMemory;
-use crate::gpu::vector::{check_len, download, ptr_of};
+use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::vector::{check_len, download, ptr_of};
 use crate::gpu::{Context, DeviceVector, ModuleId, Stream};
 use crate::{Error, Result, Scalar};
 
