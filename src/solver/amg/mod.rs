@@ -30,6 +30,7 @@
 
 mod cycle;
 mod dense;
+mod device_setup;
 pub(crate) mod host_setup;
 
 use super::backend::Backend;
