@@ -564,6 +564,21 @@ where
             let result = cg_with(backend, op, &amg, b, x, params, &mut |_| {});
             annotate(result, setup, Some(amg.info().clone()), None)
         }
+        PreconditionerKind::Auto if op.device_matrix().is_some() => {
+            // A device matrix: decide from its diagonal alone (what Jacobi reads anyway), so
+            // the choice costs no more than Jacobi's setup; see `auto_for_device`.
+            let started = Instant::now();
+            let diagonal = op.diagonal()?;
+            let choice = super::amg::auto_for_device(&diagonal);
+            let setup = started.elapsed();
+            let result = if choice.chosen == PreconditionerKind::Jacobi {
+                let jacobi = Jacobi::from_diagonal(backend, &diagonal)?;
+                cg_with(backend, op, &jacobi, b, x, params, &mut |_| {})
+            } else {
+                cg_with(backend, op, &Identity, b, x, params, &mut |_| {})
+            };
+            annotate(result, setup, None, Some(choice))
+        }
         PreconditionerKind::Auto => {
             let started = Instant::now();
             let a = op.host_matrix()?;
