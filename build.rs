@@ -13,7 +13,7 @@
 //!
 //! It also lets the crate link without the CUDA driver: cust's build script asks the
 //! linker for `-lcuda`, but spgpu defines every driver function itself and opens the
-//! driver at run time (`src/gpu/driver`). When no `libcuda.so` is where the linker looks,
+//! driver at run time (`src/gpu/runtime/driver`). When no `libcuda.so` is where the linker looks,
 //! an empty `libcuda.a` in `$OUT_DIR/nodriver` stands in for it (see [`placeholder_driver`]).
 
 use std::env;

@@ -1,4 +1,4 @@
-//! The driver forwarders (`src/gpu/driver/forwarders.rs`) against cust_raw's bindings.
+//! The driver forwarders (`src/gpu/runtime/driver/forwarders.rs`) against cust_raw's bindings.
 //!
 //! This file is also the generator of `forwarders.rs`: it reads cust_raw's `src/cuda.rs`
 //! (found with `cargo metadata`), renders every `extern "C"` function and every `CUresult`
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The generated file, relative to the crate root.
-const GENERATED: &str = "src/gpu/driver/forwarders.rs";
+const GENERATED: &str = "src/gpu/runtime/driver/forwarders.rs";
 
 /// One function of cust_raw's bindings.
 #[derive(Debug, PartialEq)]

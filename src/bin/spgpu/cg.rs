@@ -506,7 +506,13 @@ where
         },
         PreconditionerKind::Auto => {
             let started = Instant::now();
-            match build_auto(backend, host, &params.amg) {
+            // On the device, Auto reads the diagonal alone (spgpu::solver::auto_for_device).
+            let auto = if op.device_matrix().is_some() {
+                op.diagonal().map(|d| (None, spgpu::solver::auto_for_device(&d))).map_err(CgError::from)
+            } else {
+                build_auto(backend, host, &params.amg)
+            };
+            match auto {
                 Ok((amg, choice)) => {
                     let decided = started.elapsed();
                     let mut result = match (&amg, choice.chosen) {
