@@ -16,9 +16,12 @@ use cust::memory::{DeviceCopy, DevicePointer};
 
 use super::{index, BLOCK};
 use crate::error::DriverError;
+use crate::gpu::runtime::context::Context;
 use crate::gpu::runtime::memory::DeviceMemory;
+use crate::gpu::runtime::module::ModuleId;
+use crate::gpu::runtime::stream::Stream;
+use crate::gpu::runtime::vector::DeviceVector;
 use crate::gpu::runtime::vector::{check_len, download, ptr_of};
-use crate::gpu::{Context, DeviceVector, ModuleId, Stream};
 use crate::{Error, Result, Scalar};
 
 /// Most blocks of a grid-stride vector kernel of `ptx/amg.cu`: enough to fill an H200
