@@ -479,13 +479,17 @@ where
         bar.set_position(ck.iterations as u64);
         bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
     };
-    let jacobi = |monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| match Jacobi::from_diagonal(
-        backend,
-        &host.diagonal(),
-    ) {
-        Ok(j) => cg_with(backend, op, &j, &d_b, x, params, monitor),
-        Err(e) => Err(e),
+    // The host diagonal, read once: Jacobi is built from it, and Auto on the device decides from it.
+    let diagonal = if matches!(params.preconditioner, PreconditionerKind::Jacobi | PreconditionerKind::Auto) {
+        host.diagonal()
+    } else {
+        Vec::new()
     };
+    let jacobi =
+        |monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| match Jacobi::from_diagonal(backend, &diagonal) {
+            Ok(j) => cg_with(backend, op, &j, &d_b, x, params, monitor),
+            Err(e) => Err(e),
+        };
     let with_amg = |amg: &Amg<T, B>, monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| {
         let mut result = cg_with(backend, op, amg, &d_b, x, params, monitor);
         let report = match &mut result {
@@ -508,7 +512,7 @@ where
             let started = Instant::now();
             // On the device, Auto reads the diagonal alone (spgpu::solver::auto_for_device).
             let auto = if op.device_matrix().is_some() {
-                op.diagonal().map(|d| (None, spgpu::solver::auto_for_device(&d))).map_err(CgError::from)
+                Ok((None, spgpu::solver::auto_for_device(&diagonal)))
             } else {
                 build_auto(backend, host, &params.amg)
             };
