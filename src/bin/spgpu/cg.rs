@@ -512,16 +512,24 @@ where
             let started = Instant::now();
             // On the device, Auto reads the diagonal alone (spgpu::solver::auto_for_device).
             let auto = if op.device_matrix().is_some() {
-                Ok((None, spgpu::solver::auto_for_device(&diagonal)))
+                // Jacobi checks the diagonal as it is built; a bad one is decided below.
+                Ok((None, spgpu::solver::auto_for_device(&diagonal[..0])))
             } else {
                 build_auto(backend, host, &params.amg)
             };
             match auto {
-                Ok((amg, choice)) => {
+                Ok((amg, mut choice)) => {
                     let decided = started.elapsed();
                     let mut result = match (&amg, choice.chosen) {
                         (Some(amg), _) => with_amg(amg, &mut monitor, x),
-                        (None, PreconditionerKind::Jacobi) => jacobi(&mut monitor, x),
+                        (None, PreconditionerKind::Jacobi) => match jacobi(&mut monitor, x) {
+                            // a diagonal entry that is not positive: neither Jacobi nor AMG applies
+                            Err(CgError::InvalidDiagonal { .. }) if op.device_matrix().is_some() => {
+                                choice = spgpu::solver::auto_for_device(&diagonal);
+                                cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor)
+                            }
+                            other => other,
+                        },
                         (None, _) => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
                     };
                     let report = match &mut result {
