@@ -538,11 +538,50 @@ __device__ void amg_sort_rows(unsigned nrows, const unsigned* __restrict__ off, 
     }
 }
 
+// ---- the power method for rho(D^-1 A) (host_setup.rs, spectral_radius) ----
+
+// v[i] = 1 + h(i) / 2^32, the host's start vector.
+__device__ void amg_power_init(unsigned n, double* __restrict__ v) {
+    GRID_STRIDE(i, n) { v[i] = 1.0 + (double)node_hash((unsigned)i) / 4294967296.0; }
+}
+
+// One step from v scaled by s: u = s v, w = A u (one thread per row), out = dinv .* w; and
+// per block b, in a fixed order (so the sums repeat bit for bit): partials[3b] = sum u_i w_i,
+// partials[3b + 1] = sum u_i^2 / dinv_i (over dinv_i != 0), partials[3b + 2] = sum out_i^2.
+// The host adds the blocks' sums in block order.
+__device__ void amg_power_step(unsigned n, const unsigned* __restrict__ off, const unsigned* __restrict__ cols,
+                               const double* __restrict__ vals, const double* __restrict__ dinv, double s,
+                               const double* __restrict__ v, double* __restrict__ out,
+                               double* __restrict__ partials) {
+    __shared__ double sums[3][SPGPU_BLOCK];
+    double vw = 0.0, vdv = 0.0, nn = 0.0;
+    GRID_STRIDE(i, n) {
+        double w = 0.0;
+        for (unsigned k = off[i], end = off[i + 1]; k < end; ++k) w += vals[k] * (s * v[cols[k]]);
+        const double u = s * v[i], d = dinv[i], o = d * w;
+        vw += u * w;
+        if (d != 0.0) vdv += u * u / d;
+        nn += o * o;
+        out[i] = o;
+    }
+    sums[0][threadIdx.x] = vw;
+    sums[1][threadIdx.x] = vdv;
+    sums[2][threadIdx.x] = nn;
+    __syncthreads();
+    for (unsigned h = SPGPU_BLOCK / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) {
+            for (int q = 0; q < 3; ++q) sums[q][threadIdx.x] += sums[q][threadIdx.x + h];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x < 3) partials[3 * blockIdx.x + threadIdx.x] = sums[threadIdx.x][0];
+}
+
 // ---- SpGEMM C = A B (CSR, f64), deterministic ----
 
-// The hash table size of row i of C: a power of two at least twice the row's products
-// (0 for none).
-__device__ void amg_spgemm_table_sizes(unsigned m, const unsigned* __restrict__ a_off,
+// The hash table size of row i of C: a power of two at least twice the row's distinct
+// columns can be, min(products, b_ncols) (0 for no products).
+__device__ void amg_spgemm_table_sizes(unsigned m, unsigned b_ncols, const unsigned* __restrict__ a_off,
                                        const unsigned* __restrict__ a_cols, const unsigned* __restrict__ b_off,
                                        unsigned* __restrict__ sizes, unsigned* __restrict__ too_many) {
     GRID_STRIDE(i, m) {
@@ -557,8 +596,9 @@ __device__ void amg_spgemm_table_sizes(unsigned m, const unsigned* __restrict__ 
                 atomicExch(too_many, 1u);
                 size = 0;
             } else {
+                const unsigned long long distinct = products < b_ncols ? products : b_ncols;
                 size = 1;
-                while (size < 2 * products) size <<= 1;
+                while (size < 2 * distinct) size <<= 1;
             }
         }
         sizes[i] = size;
@@ -742,6 +782,12 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_tent_norms_f64(unsigned count
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_tent_values_f64(unsigned n, cu32 cols, cf64 norms, double* vals) {
     amg_tent_values(n, cols, norms, vals);
 }
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_power_init_f64(unsigned n, double* v) { amg_power_init(n, v); }
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_power_step_f64(unsigned n, cu32 off, cu32 cols, cf64 vals,
+                                                                 cf64 dinv, double s, cf64 v, double* out,
+                                                                 double* partials) {
+    amg_power_step(n, off, cols, vals, dinv, s, v, out, partials);
+}
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_count_columns_u32(unsigned nnz, cu32 cols, unsigned* counts) {
     amg_count_columns(nnz, cols, counts);
 }
@@ -753,9 +799,9 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_transpose_fill_f64(unsigned n
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_sort_rows_f64(unsigned nrows, cu32 off, unsigned* cols, double* vals) {
     amg_sort_rows(nrows, off, cols, vals);
 }
-__global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_sizes_u32(unsigned m, cu32 a_off, cu32 a_cols, cu32 b_off,
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_sizes_u32(unsigned m, unsigned b_ncols, cu32 a_off, cu32 a_cols, cu32 b_off,
                                                                    unsigned* sizes, unsigned* too_many) {
-    amg_spgemm_table_sizes(m, a_off, a_cols, b_off, sizes, too_many);
+    amg_spgemm_table_sizes(m, b_ncols, a_off, a_cols, b_off, sizes, too_many);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_symbolic_u32(unsigned m, cu32 a_off, cu32 a_cols, cu32 b_off,
                                                                       cu32 b_cols, cu32 t_off, unsigned* table,

@@ -424,4 +424,10 @@ pub trait Backend<T: Scalar> {
     ///
     /// Backend failures.
     fn synchronize(&self) -> Result<()>;
+
+    /// The GPU this backend computes on, where setups that have a device path (the AMG
+    /// hierarchy) run by default; `None` (the default) on the host.
+    fn device_context(&self) -> Option<&'static crate::gpu::Context> {
+        None
+    }
 }

@@ -202,6 +202,10 @@ impl<T: Scalar> Backend<T> for Device {
     type Recording = DeviceRecording;
     type Matrix = DeviceCsr<T>;
 
+    fn device_context(&self) -> Option<&'static Context> {
+        Some(self.ctx)
+    }
+
     fn len(&self, v: &DeviceVector<T>) -> usize {
         v.len()
     }

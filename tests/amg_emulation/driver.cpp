@@ -48,7 +48,7 @@ Csr transpose(const Csr& a) {
 }
 Csr spgemm(const Csr& a, const Csr& b) {
     size_t m = a.nrows; VU sizes(m + 1, 0); unsigned too = 0;
-    launch(grid_of(m), [&] { amg_spgemm_sizes_u32(m, a.off.data(), a.cols.data(), b.off.data(), sizes.data(), &too); });
+    launch(grid_of(m), [&] { amg_spgemm_sizes_u32(m, b.ncols, a.off.data(), a.cols.data(), b.off.data(), sizes.data(), &too); });
     if (too) abort();
     size_t slots = scan(sizes); VU table(slots, 0xffffffffu), off(m + 1, 0);
     launch(grid_of(m), [&] { amg_spgemm_symbolic_u32(m, a.off.data(), a.cols.data(), b.off.data(), b.cols.data(), sizes.data(), table.data(), off.data()); });

@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
     build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
-    Device, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, Smoother,
+    Device, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, SetupPlace, Smoother,
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
@@ -119,6 +119,9 @@ pub struct Args {
     /// AMG: stop coarsening at this many rows.
     #[arg(long, default_value_t = 500)]
     pub max_coarse: usize,
+    /// Where the AMG setup runs: auto (on the GPU when solving there), host or device.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
+    pub amg_setup: String,
     /// Device storage: auto (the SpMV plan's kernel and storage: ELL, SELL-C-sigma or CSR),
     /// csr (the plan, kept on CSR storage: the balanced kernel where the plan would store
     /// ELL or SELL) or ell (a DeviceEll).
@@ -212,6 +215,11 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
         max_coarse: args.max_coarse,
         smoother: args.smoother,
         block_size: args.block_size.unwrap_or(1),
+        setup: match args.amg_setup.as_str() {
+            "host" => SetupPlace::Host,
+            "device" => SetupPlace::Device,
+            _ => SetupPlace::Auto,
+        },
         ..AmgParams::default()
     };
     let elast = args
@@ -598,7 +606,14 @@ fn print_summary<T: Scalar>(
         println!("auto: {} ({})", choice.chosen.name(), choice.reason);
     }
     if let Some(amg) = &r.amg {
-        println!("AMG hierarchy (setup {:.2} ms):\n{}", ms(amg.setup_time), amg.table());
+        let phases: Vec<String> = amg.setup_phases.iter().map(|(what, t)| format!("{what} {:.2} ms", ms(*t))).collect();
+        println!(
+            "AMG hierarchy (setup {:.2} ms on the {}: {}):\n{}",
+            ms(amg.setup_time),
+            amg.setup_place,
+            phases.join(", "),
+            amg.table()
+        );
     }
     println!("time to solution (setup + solve): {:.2} ms", ms(r.setup_time + r.solve_time));
     if r.iterations > 0 && r.amg.is_none() {

@@ -222,10 +222,12 @@ pub(crate) enum SetupKernel {
     SpgemmColumns,
     SpgemmNumeric,
     SmoothValues,
+    PowerInit,
+    PowerStep,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 28] = [
+    pub(crate) const ALL: [SetupKernel; 30] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -254,6 +256,8 @@ impl SetupKernel {
         SetupKernel::SpgemmColumns,
         SetupKernel::SpgemmNumeric,
         SetupKernel::SmoothValues,
+        SetupKernel::PowerInit,
+        SetupKernel::PowerStep,
     ];
 }
 
@@ -290,6 +294,8 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::SpgemmColumns => "amg_spgemm_columns_u32",
         SetupKernel::SpgemmNumeric => "amg_spgemm_numeric_f64",
         SetupKernel::SmoothValues => "amg_smooth_values_f64",
+        SetupKernel::PowerInit => "amg_power_init_f64",
+        SetupKernel::PowerStep => "amg_power_step_f64",
     }
 }
 
@@ -811,7 +817,7 @@ pub(crate) fn transpose_fill(
 }
 
 /// `sizes[i]` = the hash-table size of row `i` of `A B` (a power of two, at least twice the
-/// row's products); `too_many[0]` set to 1 where a row has more than 2^30 products.
+/// most distinct columns the row can have: its products, at most `B`'s columns); `too_many[0]` set to 1 where a row has more than 2^30 products.
 pub(crate) fn spgemm_sizes(
     ctx: &Context,
     a: &CsrView<'_>,
@@ -828,14 +834,15 @@ pub(crate) fn spgemm_sizes(
         return Ok(());
     }
     let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let bn = index("AMG columns of B", b.ncols)?;
     let f = setup_function(ctx, SetupKernel::SpgemmSizes)?;
     let (stream, ao, ac, bo, s, t) =
         (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), b.offsets.ptr(), sizes.ptr(), too_many.ptr());
-    // SAFETY: amg_spgemm_sizes_u32(unsigned m, const unsigned* a_off, const unsigned* a_cols,
-    // const unsigned* b_off, unsigned* sizes, unsigned* too_many); a_off has m + 1 elements,
+    // SAFETY: amg_spgemm_sizes_u32(unsigned m, unsigned b_ncols, const unsigned* a_off, const
+    // unsigned* a_cols, const unsigned* b_off, unsigned* sizes, unsigned* too_many); a_off has m + 1 elements,
     // every column of A is below b.nrows (inner dimension checked) so b_off[j + 1] exists;
     // thread i writes sizes[i] only (sizes has m + 1), the flag by an integer atomic.
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, s, t)) }
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, bn, ao, ac, bo, s, t)) }
         .map_err(setup_error(SetupKernel::SpgemmSizes))
 }
 
@@ -873,9 +880,9 @@ pub(crate) fn spgemm_symbolic(
     // SAFETY: amg_spgemm_symbolic_u32(unsigned m, const unsigned* a_off, const unsigned* a_cols,
     // const unsigned* b_off, const unsigned* b_cols, const unsigned* t_off, unsigned* table,
     // unsigned* counts); t_off is the scan of the table sizes (each a power of two at least
-    // twice the row's products, so a probe always finds an empty slot or the column), table
-    // has t_off[m] slots (the caller sized it from the scan's total); thread i touches its own
-    // table range and counts[i] only.
+    // twice the row's distinct columns, so a probe always finds an empty slot or the
+    // column), table has t_off[m] slots (the caller sized it from the scan's total); thread
+    // i touches its own table range and counts[i] only.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, bc, to, t, c)) }
         .map_err(setup_error(SetupKernel::SpgemmSymbolic))
 }
@@ -969,6 +976,62 @@ pub(crate) fn smooth_values(
     // i writes p_vals in row i's range only.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, omega, d, po, pc, pv, ao, ac, av, out)) }
         .map_err(setup_error(SetupKernel::SmoothValues))
+}
+
+/// `v[i] = 1 + h(i) / 2^32`, the power method's start vector (as the host's).
+pub(crate) fn power_init(ctx: &Context, v: &mut DeviceArray<f64>) -> Result<()> {
+    if v.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG rows", v.len())?;
+    let f = setup_function(ctx, SetupKernel::PowerInit)?;
+    let (stream, p) = (ctx.stream(), v.ptr());
+    // SAFETY: amg_power_init_f64(unsigned n, double* v) writes v[0..n); v has n elements and
+    // is borrowed mutably.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, p)) }.map_err(setup_error(SetupKernel::PowerInit))
+}
+
+/// The blocks of [`power_step`]'s grid for `n` rows (its `partials` hold 3 per block).
+pub(crate) fn power_grid(n: usize) -> usize {
+    amg_grid(n) as usize
+}
+
+/// One power-method step: `out = D^-1 A (s v)`, and per block of [`power_grid`] the sums
+/// `(s v) . A (s v)`, `(s v) . D (s v)` and `out . out` into `partials` (3 per block).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn power_step(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    dinv: &DeviceArray<f64>,
+    s: f64,
+    v: &DeviceArray<f64>,
+    out: &mut DeviceArray<f64>,
+    partials: &mut DeviceArray<f64>,
+) -> Result<()> {
+    a.check("amg power method: the matrix arrays")?;
+    check_len("amg power method: columns", a.nrows, a.ncols)?;
+    check_len("amg power method: length of dinv", a.nrows, dinv.len())?;
+    check_len("amg power method: length of v", a.nrows, v.len())?;
+    check_len("amg power method: length of out", a.nrows, out.len())?;
+    check_len("amg power method: partial sums", 3 * power_grid(a.nrows), partials.len())?;
+    if a.vals.is_none() {
+        return Err(Error::InvalidArgument("amg power method: the matrix has no values".into()));
+    }
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::PowerStep)?;
+    let (stream, o, c, vals, d, x, y, p) =
+        (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), dinv.ptr(), v.ptr(), out.ptr(), partials.ptr());
+    // SAFETY: amg_power_step_f64(unsigned n, const unsigned* off, const unsigned* cols, const
+    // double* vals, const double* dinv, double s, const double* v, double* out, double*
+    // partials); off has n + 1 elements bounding cols and vals (checked), every column is
+    // below n (square, validated CSR) so v[cols[k]] is in bounds; dinv, v and out have n
+    // elements (out borrowed mutably, so distinct from v); block b writes partials[3b..3b+3)
+    // with `grid` blocks and 3 * grid partials (checked).
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, vals, d, s, x, y, p)) }
+        .map_err(setup_error(SetupKernel::PowerStep))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod cycle;
 mod dense;
 mod device_setup;
 pub(crate) mod host_setup;
+mod steps;
 
 use super::backend::Backend;
 use super::precond::{Preconditioner, PreconditionerKind};
@@ -40,6 +41,7 @@ use crate::{CsrMatrix, Result, Scalar};
 use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
 use host_setup::Pattern;
 use std::time::{Duration, Instant};
+use steps::{Coarsening, DeviceSteps, HostSteps, LevelSteps};
 
 /// The smoother of every level of the cycle.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,6 +97,33 @@ pub struct AmgParams {
     /// Unknowns per node (default 1): rows `bs*I .. bs*I + bs` are node `I`, aggregated
     /// together (3 for 3D elasticity).
     pub block_size: usize,
+    /// Where the setup runs (default [`SetupPlace::Auto`]: on the GPU when the backend is
+    /// the device).
+    pub setup: SetupPlace,
+}
+
+/// Where [`Amg::build`] runs the setup. Both places make the same aggregates and
+/// prolongator patterns; values agree up to the grouping of the power method's sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SetupPlace {
+    /// On the backend's GPU when it has one ([`Backend::device_context`]), else on the host.
+    #[default]
+    Auto,
+    /// On the host (rayon), whatever the backend.
+    Host,
+    /// On the GPU: the backend's, or the default device for a host backend.
+    Device,
+}
+
+impl std::fmt::Display for SetupPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SetupPlace::Auto => "auto",
+            SetupPlace::Host => "host",
+            SetupPlace::Device => "device",
+        })
+    }
 }
 
 impl Default for AmgParams {
@@ -106,6 +135,7 @@ impl Default for AmgParams {
             smoother: Smoother::default(),
             near_nullspace: None,
             block_size: 1,
+            setup: SetupPlace::Auto,
         }
     }
 }
@@ -120,8 +150,9 @@ pub const DENSE_LIMIT: usize = 2000;
 /// The part of a level that leads to the next, coarser one.
 #[derive(Debug, Clone, PartialEq)]
 struct Transfer {
-    strength: Pattern,
-    states: Vec<u8>,
+    /// The strength graph and MIS-2 states, kept by the host setup only.
+    strength: Option<Pattern>,
+    states: Option<Vec<u8>>,
     aggregates: Vec<u32>,
     count: usize,
     p_tent: CsrMatrix<f64>,
@@ -155,9 +186,10 @@ impl AmgLevel {
     }
 
     /// The strength graph on the nodes, as CSR offsets and sorted columns (diagonal left
-    /// out); `None` on the coarsest level.
+    /// out); `None` on the coarsest level, and on every level of a hierarchy built on the
+    /// device (which does not copy it to the host).
     pub fn strength(&self) -> Option<(&[u64], &[u32])> {
-        self.transfer.as_ref().map(|t| (&t.strength.offsets[..], &t.strength.cols[..]))
+        self.transfer.as_ref()?.strength.as_ref().map(|s| (&s.offsets[..], &s.cols[..]))
     }
 
     /// The aggregate of every node, and the number of aggregates; `None` on the coarsest
@@ -167,9 +199,11 @@ impl AmgLevel {
     }
 
     /// The roots of the aggregates (the distance-2 independent set), in increasing order
-    /// (root `k` is the root of aggregate `k`); `None` on the coarsest level.
+    /// (root `k` is the root of aggregate `k`); `None` on the coarsest level, and on every
+    /// level of a hierarchy built on the device.
     pub fn roots(&self) -> Option<Vec<usize>> {
-        self.transfer.as_ref().map(|t| (0..t.states.len()).filter(|&i| t.states[i] == host_setup::ROOT).collect())
+        let states = self.transfer.as_ref()?.states.as_ref()?;
+        Some((0..states.len()).filter(|&i| states[i] == host_setup::ROOT).collect())
     }
 
     /// The tentative prolongator (orthonormal columns per aggregate); `None` on the
@@ -197,6 +231,9 @@ pub struct AmgHierarchy {
     coarse_inverse: Option<CsrMatrix<f64>>,
     params: AmgParams,
     setup_time: Duration,
+    /// Where the steps ran, and the time of each kind of step.
+    setup_place: &'static str,
+    setup_phases: Vec<(&'static str, Duration)>,
 }
 
 /// Why the Auto choice gave AMG up while building it.
@@ -228,7 +265,34 @@ impl AmgHierarchy {
     /// positive definite (then neither is `a`); [`CgError::Backend`] when a product
     /// exceeds the index limits.
     pub fn build(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<Self, CgError> {
-        match Self::build_inner(a, params, false)? {
+        Self::build_at(a, params, None)
+    }
+
+    /// Builds the hierarchy as [`AmgHierarchy::build`] with the setup's steps on the GPU
+    /// of `ctx` (strength, aggregation, prolongators and the Galerkin products in the
+    /// device's own kernels, deterministic); the levels are then downloaded into the
+    /// host hierarchy.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`AmgHierarchy::build`]; [`CgError::Backend`] with
+    /// [`Error::InsufficientMemory`](crate::Error::InsufficientMemory) (and the estimate)
+    /// when a step would not fit in the device's free memory, checked before it allocates.
+    pub fn build_on_device(
+        ctx: &'static crate::gpu::Context,
+        a: &CsrMatrix<f64>,
+        params: &AmgParams,
+    ) -> std::result::Result<Self, CgError> {
+        Self::build_at(a, params, Some(ctx))
+    }
+
+    /// Builds on the device of `ctx`, or on the host for `None`.
+    fn build_at(
+        a: &CsrMatrix<f64>,
+        params: &AmgParams,
+        ctx: Option<&'static crate::gpu::Context>,
+    ) -> std::result::Result<Self, CgError> {
+        match Self::build_inner(a, params, false, ctx)? {
             Ok(h) => Ok(h),
             Err(Abandoned(_)) => unreachable!("only the Auto choice abandons"),
         }
@@ -284,9 +348,19 @@ impl AmgHierarchy {
         a: &CsrMatrix<f64>,
         params: &AmgParams,
         auto: bool,
+        ctx: Option<&'static crate::gpu::Context>,
     ) -> std::result::Result<std::result::Result<Self, Abandoned>, CgError> {
         let started = Instant::now();
         let k = Self::validate(a, params)?;
+        let mut on_device;
+        let steps: &mut dyn LevelSteps = match ctx {
+            Some(ctx) => {
+                on_device = DeviceSteps::new(ctx);
+                &mut on_device
+            }
+            None => &mut HostSteps,
+        };
+        let mut times = [Duration::ZERO; 3];
         let n0 = a.nrows();
         let nnz0 = a.nnz().max(1) as f64;
         let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
@@ -296,16 +370,17 @@ impl AmgHierarchy {
         let mut entries = a.nnz() as f64;
         loop {
             let n = a.nrows();
-            let dinv = host_setup::inverse_diagonal(&a);
-            let rho = host_setup::spectral_radius(&a, &dinv);
+            let t = Instant::now();
+            let rho = steps.rho(&a)?;
+            times[0] += t.elapsed();
             let last = n <= params.max_coarse || levels.len() + 1 >= params.max_levels;
             let transfer = if last {
                 None
             } else {
-                let strength = host_setup::strength(&a, params.theta, bs);
-                let states = host_setup::mis2(&strength);
-                let (aggregates, count) = host_setup::aggregate_from(&strength, &states);
-                let nc = count * k;
+                let t = Instant::now();
+                let c = steps.coarsen(&a, params.theta, bs)?;
+                times[1] += t.elapsed();
+                let nc = c.count * k;
                 if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
                     return Ok(Err(Abandoned(format!(
                         "AMG's first level coarsens {n} rows to {nc} ({:.2}x, below {AUTO_MIN_COARSENING}x)",
@@ -315,10 +390,10 @@ impl AmgHierarchy {
                 if nc == 0 || nc as f64 * COARSEN_FACTOR > n as f64 {
                     None
                 } else {
-                    let (p_tent, bc) = host_setup::tentative(&aggregates, count, bs, &b, k);
-                    let p = host_setup::smooth_prolongator(&a, &dinv, rho, &p_tent).map_err(crate::Error::from)?;
-                    let (r, ac) = host_setup::galerkin(&a, &p).map_err(crate::Error::from)?;
-                    entries += ac.nnz() as f64;
+                    let t = Instant::now();
+                    let ops = steps.operators(&a, &c, bs, &b, k, rho)?;
+                    times[2] += t.elapsed();
+                    entries += ops.ac.nnz() as f64;
                     if auto && entries / nnz0 > AUTO_MAX_OPERATOR_COMPLEXITY {
                         return Ok(Err(Abandoned(format!(
                             "AMG's operator complexity passes {AUTO_MAX_OPERATOR_COMPLEXITY} at level {} ({:.2})",
@@ -326,8 +401,10 @@ impl AmgHierarchy {
                             entries / nnz0
                         ))));
                     }
-                    b = bc;
-                    Some((Transfer { strength, states, aggregates, count, p_tent, p, r }, ac))
+                    b = ops.bc;
+                    let Coarsening { strength, states, aggregates, count } = c;
+                    let t = Transfer { strength, states, aggregates, count, p_tent: ops.p_tent, p: ops.p, r: ops.r };
+                    Some((t, ops.ac))
                 }
             };
             match transfer {
@@ -342,8 +419,23 @@ impl AmgHierarchy {
                 }
             }
         }
+        let t = Instant::now();
         let coarse_inverse = coarse_inverse(&levels)?;
-        Ok(Ok(AmgHierarchy { levels, coarse_inverse, params: params.clone(), setup_time: started.elapsed() }))
+        let setup_phases = vec![
+            ("spectral radii", times[0]),
+            ("strength and aggregation", times[1]),
+            ("prolongators and Galerkin products", times[2]),
+            ("downloads within the steps", steps.download_time()),
+            ("coarsest inverse", t.elapsed()),
+        ];
+        Ok(Ok(AmgHierarchy {
+            levels,
+            coarse_inverse,
+            params: params.clone(),
+            setup_time: started.elapsed(),
+            setup_place: if ctx.is_some() { "device" } else { "host" },
+            setup_phases,
+        }))
     }
 
     /// Redoes the numeric part for new values of `A` on the same pattern: the same
@@ -383,6 +475,8 @@ impl AmgHierarchy {
         }
         self.coarse_inverse = coarse_inverse(&self.levels)?;
         self.setup_time = started.elapsed();
+        self.setup_place = "host";
+        self.setup_phases = vec![("numeric re-setup", self.setup_time)];
         Ok(())
     }
 
@@ -427,6 +521,8 @@ impl AmgHierarchy {
                 + self.coarse_inverse.as_ref().map_or(0, |c| c.nnz()),
             levels,
             setup_time: self.setup_time,
+            setup_place: self.setup_place,
+            setup_phases: self.setup_phases.clone(),
             smoother: self.params.smoother,
             coarse_solve: if self.coarse_inverse.is_some() { "dense inverse" } else { "smoother" },
             auto_reason: None,
@@ -475,8 +571,13 @@ pub struct AmgInfo {
     /// Stored entries of every matrix of the hierarchy: the levels' `A`, `P` and `R`, and
     /// the coarsest inverse.
     pub hierarchy_entries: usize,
-    /// Time to build the hierarchy on the host and put it on the backend.
+    /// Time to build the hierarchy and put it on the backend.
     pub setup_time: Duration,
+    /// Where the hierarchy's steps ran: `"host"` or `"device"`.
+    pub setup_place: &'static str,
+    /// The setup time by phase (the hierarchy's steps, the coarsest inverse, the upload of
+    /// the levels to the backend).
+    pub setup_phases: Vec<(&'static str, Duration)>,
     /// The smoother.
     pub smoother: Smoother,
     /// How the coarsest level is solved: `"dense inverse"` or `"smoother"`.
@@ -632,7 +733,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
     ///
     /// Those of [`AmgHierarchy::build`], and [`CgError::Backend`] when an upload fails.
     pub fn build(backend: &B, a: &CsrMatrix<T>, params: &AmgParams) -> std::result::Result<Self, CgError> {
-        let hierarchy = AmgHierarchy::build(&a.cast::<f64>(), params)?;
+        let hierarchy = AmgHierarchy::build_at(&a.cast::<f64>(), params, setup_context(backend, params)?)?;
         Self::on_backend(backend, hierarchy)
     }
 
@@ -651,6 +752,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let cycle = make_cycle(backend, &hierarchy)?;
         let mut info = hierarchy.info();
         info.setup_time = hierarchy.setup_time + started.elapsed();
+        info.setup_phases.push(("upload of the levels", started.elapsed()));
         Ok(Amg { hierarchy, cycle, info })
     }
 
@@ -684,6 +786,22 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
     pub(crate) fn set_auto_reason(&mut self, reason: String) {
         self.info.auto_reason = Some(reason);
     }
+}
+
+/// The GPU where the setup of `params` runs for `backend` ([`SetupPlace`]), `None` for the
+/// host.
+fn setup_context<T: Scalar, B: Backend<T>>(
+    backend: &B,
+    params: &AmgParams,
+) -> Result<Option<&'static crate::gpu::Context>> {
+    Ok(match params.setup {
+        SetupPlace::Host => None,
+        SetupPlace::Auto => backend.device_context(),
+        SetupPlace::Device => match backend.device_context() {
+            Some(ctx) => Some(ctx),
+            None => Some(crate::gpu::Context::global()?),
+        },
+    })
 }
 
 /// Builds the cycle of `h` on `backend`.
@@ -731,7 +849,7 @@ pub fn build_auto<T: Scalar, B: Backend<T>>(
         return Ok((None, choice));
     }
     let jacobi = |reason: String| AutoChoice { chosen: PreconditionerKind::Jacobi, reason };
-    let built = match AmgHierarchy::build_inner(&a.cast::<f64>(), params, true) {
+    let built = match AmgHierarchy::build_inner(&a.cast::<f64>(), params, true, setup_context(backend, params)?) {
         Ok(Ok(h)) => h,
         Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
         // a coarsest system that is not positive definite: CG would break down with AMG
