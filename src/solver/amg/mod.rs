@@ -253,7 +253,9 @@ pub const AUTO_SKEW_LIMIT: f64 = 8.0;
 pub const AUTO_DOMINANCE_LIMIT: f64 = 1.5;
 
 impl AmgHierarchy {
-    /// Builds the hierarchy of `a` (square, symmetric, positive diagonal) with `params`.
+    /// Builds the hierarchy of `a` (square, symmetric, positive diagonal) with `params`, on
+    /// the host whatever `params.setup` says ([`Amg::build`] follows it;
+    /// [`AmgHierarchy::build_on_device`] runs on a GPU).
     ///
     /// # Errors
     ///
@@ -352,13 +354,16 @@ impl AmgHierarchy {
     ) -> std::result::Result<std::result::Result<Self, Abandoned>, CgError> {
         let started = Instant::now();
         let k = Self::validate(a, params)?;
-        let mut on_device;
+        let (mut on_device, mut on_host);
         let steps: &mut dyn LevelSteps = match ctx {
             Some(ctx) => {
                 on_device = DeviceSteps::new(ctx);
                 &mut on_device
             }
-            None => &mut HostSteps,
+            None => {
+                on_host = HostSteps::default();
+                &mut on_host
+            }
         };
         let mut times = [Duration::ZERO; 3];
         let n0 = a.nrows();

@@ -53,12 +53,16 @@ pub(super) trait LevelSteps {
     }
 }
 
-/// The steps on the host (host_setup.rs).
-pub(super) struct HostSteps;
+/// The steps on the host (host_setup.rs), with the current level's inverse diagonal.
+#[derive(Default)]
+pub(super) struct HostSteps {
+    dinv: Vec<f64>,
+}
 
 impl LevelSteps for HostSteps {
     fn rho(&mut self, a: &CsrMatrix<f64>) -> Result<f64> {
-        Ok(host_setup::spectral_radius(a, &host_setup::inverse_diagonal(a)))
+        self.dinv = host_setup::inverse_diagonal(a);
+        Ok(host_setup::spectral_radius(a, &self.dinv))
     }
 
     fn coarsen(&mut self, a: &CsrMatrix<f64>, theta: f64, bs: usize) -> Result<Coarsening> {
@@ -78,7 +82,7 @@ impl LevelSteps for HostSteps {
         rho: f64,
     ) -> Result<Operators> {
         let (p_tent, bc) = host_setup::tentative(&c.aggregates, c.count, bs, b, k);
-        let p = host_setup::smooth_prolongator(a, &host_setup::inverse_diagonal(a), rho, &p_tent)?;
+        let p = host_setup::smooth_prolongator(a, &self.dinv, rho, &p_tent)?;
         let (r, ac) = host_setup::galerkin(a, &p)?;
         Ok(Operators { p_tent, bc, p, r, ac })
     }
