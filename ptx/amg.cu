@@ -704,8 +704,27 @@ __device__ void amg_smooth_values(unsigned n, double omega, const double* __rest
     }
 }
 
+// ---- the cycle's copies of the setup's results ----
+
+// dinv[i] = 1 / sum_j |a_ij| (the l1-Jacobi smoother's), 0 for a row without nonzeros; the
+// sum runs over the row's entries in order, as on the host.
+__device__ void amg_l1_diagonal(unsigned n, const unsigned* __restrict__ off, const double* __restrict__ vals,
+                                double* __restrict__ dinv) {
+    GRID_STRIDE(i, n) {
+        double s = 0.0;
+        for (unsigned k = off[i], end = off[i + 1]; k < end; ++k) s = __dadd_rn(s, fabs(vals[k]));
+        dinv[i] = s != 0.0 ? 1.0 / s : 0.0;
+    }
+}
+
+// out[i] = in[i] rounded to the nearest float (the cycle's f32 copies of the f64 setup).
+__device__ void amg_to_f32(unsigned n, const double* __restrict__ in, float* __restrict__ out) {
+    GRID_STRIDE(i, n) { out[i] = __double2float_rn(in[i]); }
+}
+
 typedef const unsigned* cu32;
 typedef const double* cf64;
+
 extern "C" {
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_scan_tiles_u32(unsigned n, cu32 in, unsigned long long* partials) {
     amg_scan_tiles(n, in, partials);
@@ -787,6 +806,12 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_power_step_f64(unsigned n, cu
                                                                  cf64 dinv, double s, cf64 v, double* out,
                                                                  double* partials) {
     amg_power_step(n, off, cols, vals, dinv, s, v, out, partials);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_l1_diagonal_f64(unsigned n, cu32 off, cf64 vals, double* dinv) {
+    amg_l1_diagonal(n, off, vals, dinv);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_to_f32_f64(unsigned n, cf64 in, float* out) {
+    amg_to_f32(n, in, out);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_count_columns_u32(unsigned nnz, cu32 cols, unsigned* counts) {
     amg_count_columns(nnz, cols, counts);

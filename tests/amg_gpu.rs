@@ -98,3 +98,78 @@ fn a_device_solve_with_the_device_setup_converges_and_repeats_bit_for_bit() {
     }
     assert!(runs[0] == runs[1], "{name}: two solves differ");
 }
+
+/// Iterations of a device CG solve of `a x = A*1` with `amg`, and the solution's bits.
+fn device_solve<T: spgpu::Scalar>(
+    ctx: &'static spgpu::gpu::Context,
+    a: &CsrMatrix<T>,
+    amg: &Amg<T, Device>,
+) -> (usize, Vec<u64>) {
+    let device = Device::new(ctx).unwrap();
+    let b = rhs_of_ones(a);
+    let op = DeviceCsr::upload(ctx, a).unwrap();
+    let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+    let mut d_x = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+    let tol = if T::BYTES == 4 { 1e-5 } else { 1e-8 };
+    let params = CgParams { rtol: tol, ..CgParams::default() };
+    let r = cg_with(&device, &op, amg, &d_b, &mut d_x, &params, &mut |_| {}).unwrap();
+    assert_eq!(r.stop_reason, StopReason::Converged);
+    (r.iterations, d_x.to_vec().unwrap().iter().map(|v| v.to_f64().to_bits()).collect())
+}
+
+#[test]
+fn the_hierarchy_kept_on_the_device_solves_as_the_uploaded_host_one() {
+    let Some(ctx) = gpu("the_hierarchy_kept_on_the_device_solves_as_the_uploaded_host_one") else { return };
+    let device = Device::new(ctx).unwrap();
+    for (name, a, params) in systems() {
+        let resident = Amg::build(&device, &a, &params).unwrap();
+        assert!(resident.hierarchy().is_none(), "{name}: the levels stay on the device");
+        assert_eq!(resident.info().setup_place, "device");
+        let host = Amg::build(&device, &a, &AmgParams { setup: SetupPlace::Host, ..params.clone() }).unwrap();
+        assert!(host.hierarchy().is_some());
+        let sizes = |amg: &Amg<f64, Device>| -> Vec<(usize, usize)> {
+            amg.info().levels.iter().map(|l| (l.rows, l.entries)).collect()
+        };
+        assert_eq!(sizes(&resident), sizes(&host), "{name}: level sizes");
+        let (ir, xr) = device_solve(ctx, &a, &resident);
+        let (ih, _) = device_solve(ctx, &a, &host);
+        eprintln!("{name}: levels on the device {ir} iterations, uploaded host hierarchy {ih}");
+        assert!(ir.abs_diff(ih) <= 1, "{name}: {ir} against {ih}");
+        assert_eq!(device_solve(ctx, &a, &resident).1, xr, "{name}: a second solve differs");
+    }
+}
+
+#[test]
+fn the_hierarchy_kept_on_the_device_runs_in_f32_with_l1_jacobi_and_updates_its_values() {
+    let Some(ctx) = gpu("the_hierarchy_kept_on_the_device_runs_in_f32_with_l1_jacobi_and_updates_its_values") else {
+        return;
+    };
+    let device = Device::new(ctx).unwrap();
+    let (name, a, params) = systems().remove(1);
+    // f32: the f64 setup's values rounded on the device
+    let a32 = a.cast::<f32>();
+    let amg32 = Amg::<f32, Device>::build(&device, &a32, &params).unwrap();
+    let host32 =
+        Amg::<f32, Device>::build(&device, &a32, &AmgParams { setup: SetupPlace::Host, ..params.clone() }).unwrap();
+    let (i32d, _) = device_solve(ctx, &a32, &amg32);
+    let (i32h, _) = device_solve(ctx, &a32, &host32);
+    assert!(i32d.abs_diff(i32h) <= 1, "{name} f32: {i32d} against {i32h}");
+    // l1-Jacobi: its inverse l1 diagonal made on the device
+    let l1 = AmgParams { smoother: spgpu::solver::Smoother::L1Jacobi { sweeps: 2 }, ..params.clone() };
+    let (il, _) = device_solve(ctx, &a, &Amg::build(&device, &a, &l1).unwrap());
+    let (ilh, _) =
+        device_solve(ctx, &a, &Amg::build(&device, &a, &AmgParams { setup: SetupPlace::Host, ..l1 }).unwrap());
+    assert!(il.abs_diff(ilh) <= 1, "{name} l1-Jacobi: {il} against {ilh}");
+    // a numeric re-setup on the device: the same as a fresh build on the new values' aggregates
+    let mut amg = Amg::build(&device, &a, &params).unwrap();
+    let mut a2 = a.clone();
+    for v in a2.values_mut() {
+        *v *= 3.0;
+    }
+    amg.update_values(&device, &a2).unwrap();
+    let (iu, _) = device_solve(ctx, &a2, &amg);
+    let (ifresh, _) = device_solve(ctx, &a2, &Amg::build(&device, &a2, &params).unwrap());
+    assert_eq!(iu, ifresh, "{name}: update_values against a fresh build (scaling keeps the aggregates)");
+    let other = gen::laplacian_2d::<f64>(40);
+    assert!(amg.update_values(&device, &other).is_err(), "{name}: another pattern is refused");
+}

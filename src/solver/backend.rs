@@ -1,6 +1,7 @@
 //! The vector space CG iterates in: host `Vec<T>` or device vectors, with the iteration's
 //! scalars kept where the vectors live.
 
+use super::amg::{AmgDeviceMatrix, AmgDeviceVector};
 use super::operator::{DeviceMatrix, LinearOperator};
 use crate::{CsrMatrix, Result, Scalar};
 
@@ -360,6 +361,29 @@ pub trait Backend<T: Scalar> {
     ///
     /// Allocation and upload failures.
     fn matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
+
+    /// The backend's matrix for a matrix of an AMG hierarchy built on a GPU. The default
+    /// copies it to the host ([`AmgDeviceMatrix::download`]) and calls [`Backend::matrix`];
+    /// the device backend keeps its arrays where they are, with a CSR kernel's plan
+    /// ([`DeviceCsr`](crate::gpu::DeviceCsr)).
+    ///
+    /// # Errors
+    ///
+    /// Allocation and copy failures.
+    fn amg_matrix(&self, m: AmgDeviceMatrix) -> Result<Self::Matrix> {
+        self.matrix(&m.download::<T>()?)
+    }
+
+    /// The backend's vector for a vector of an AMG hierarchy built on a GPU. The default
+    /// copies it through the host ([`AmgDeviceVector::download`]); the device backend keeps
+    /// it where it is.
+    ///
+    /// # Errors
+    ///
+    /// Allocation and copy failures.
+    fn amg_vector(&self, v: AmgDeviceVector) -> Result<Self::Vector> {
+        self.upload(&v.download::<T>()?)
+    }
 
     /// `y = alpha*A*x + beta*y` for a matrix made by [`Backend::matrix`], enqueued with the
     /// iteration's state (so that it is recorded with the iteration on the device); with

@@ -5,14 +5,17 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use super::amg::{AmgDeviceMatrix, AmgDeviceVector};
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::{DeviceMatrix, LinearOperator};
-use crate::gpu::kernels::amg as amg_kernels;
+use crate::gpu::kernels::amg::{self as amg_kernels, DeviceArray};
 use crate::gpu::kernels::blas::{self, CgKernels, Workspace};
 use crate::gpu::memory;
+use crate::gpu::runtime::memory::DeviceMemory;
 use crate::gpu::stream::{CaptureError, Graph, Stream};
 use crate::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, SpmvKernel};
 use crate::{CsrMatrix, Error, Result, Scalar};
+use std::any::{Any, TypeId};
 
 /// The GPU backend: vectors are [`DeviceVector`]s, scalars live in a [`DeviceState`] in
 /// device memory, and every step is a kernel queued on the context's stream.
@@ -194,6 +197,20 @@ fn addr_opt<T: Scalar>(v: Option<&DeviceVector<T>>) -> u64 {
 /// device matrix, with its plan's kernel.
 fn fused<T: Scalar>(matrix: &Option<DeviceMatrix<'_, T>>) -> bool {
     matches!(matrix, Some(DeviceMatrix::Csr(_)) | Some(DeviceMatrix::Ell(_)))
+}
+
+/// `f64` values made on the device, as device memory of `T`: moved for `f64`, rounded to
+/// `f32` on the device (then freed) for `f32`. `None` when empty.
+fn values_in<T: Scalar>(ctx: &'static Context, vals: DeviceArray<f64>) -> Result<Option<DeviceMemory<T>>> {
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        let moved: Box<dyn Any> = Box::new(vals.into_memory());
+        return Ok(*moved.downcast::<Option<DeviceMemory<T>>>().expect("T is f64"));
+    }
+    let mut rounded = DeviceArray::<f32>::zeroed(ctx, vals.len(), "the AMG f32 values")?;
+    amg_kernels::to_f32(ctx, &vals, &mut rounded)?;
+    drop(vals);
+    let rounded: Box<dyn Any> = Box::new(rounded.into_memory());
+    Ok(*rounded.downcast::<Option<DeviceMemory<T>>>().expect("T is f32 or f64"))
 }
 
 impl<T: Scalar> Backend<T> for Device {
@@ -430,6 +447,31 @@ impl<T: Scalar> Backend<T> for Device {
 
     fn matrix(&self, a: &CsrMatrix<T>) -> Result<DeviceCsr<T>> {
         DeviceCsr::upload(self.ctx, a)
+    }
+
+    /// Keeps the setup's arrays where they are: the values move when `T` is `f64` and are
+    /// rounded on the device for `f32`; only the offsets are read back, for the plan's row
+    /// statistics.
+    fn amg_matrix(&self, m: AmgDeviceMatrix) -> Result<DeviceCsr<T>> {
+        let AmgDeviceMatrix { parts, what } = m;
+        let host_offsets = parts.offsets.to_vec("the AMG matrix offsets")?;
+        let values = values_in::<T>(self.ctx, parts.vals)?;
+        let offsets = parts.offsets.into_memory().expect("CSR offsets have nrows + 1 >= 1 elements");
+        DeviceCsr::from_csr_arrays(
+            self.ctx,
+            parts.nrows,
+            parts.ncols,
+            &host_offsets,
+            offsets,
+            parts.cols.into_memory(),
+            values,
+            &what,
+        )
+    }
+
+    fn amg_vector(&self, v: AmgDeviceVector) -> Result<DeviceVector<T>> {
+        let len = v.0.len();
+        Ok(DeviceVector::from_memory(self.ctx, values_in::<T>(self.ctx, v.0)?, len))
     }
 
     fn spmv(

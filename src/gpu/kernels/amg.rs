@@ -224,10 +224,12 @@ pub(crate) enum SetupKernel {
     SmoothValues,
     PowerInit,
     PowerStep,
+    L1Diagonal,
+    ToF32,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 30] = [
+    pub(crate) const ALL: [SetupKernel; 32] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -258,6 +260,8 @@ impl SetupKernel {
         SetupKernel::SmoothValues,
         SetupKernel::PowerInit,
         SetupKernel::PowerStep,
+        SetupKernel::L1Diagonal,
+        SetupKernel::ToF32,
     ];
 }
 
@@ -296,6 +300,8 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::SmoothValues => "amg_smooth_values_f64",
         SetupKernel::PowerInit => "amg_power_init_f64",
         SetupKernel::PowerStep => "amg_power_step_f64",
+        SetupKernel::L1Diagonal => "amg_l1_diagonal_f64",
+        SetupKernel::ToF32 => "amg_to_f32_f64",
     }
 }
 
@@ -332,6 +338,11 @@ impl<U: DeviceCopy + Default + Clone> DeviceArray<U> {
     /// Whether the array is empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device memory (`None` when empty).
+    pub(crate) fn into_memory(self) -> Option<DeviceMemory<U>> {
+        self.buf
     }
 
     /// The device address (null when empty).
@@ -1032,6 +1043,40 @@ pub(crate) fn power_step(
     // with `grid` blocks and 3 * grid partials (checked).
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, vals, d, s, x, y, p)) }
         .map_err(setup_error(SetupKernel::PowerStep))
+}
+
+/// `dinv[i] = 1 / sum_j |a_ij|` (0 for a row without nonzeros): the l1-Jacobi smoother's
+/// inverse diagonal, as `host_setup::inverse_l1_diagonal`.
+pub(crate) fn l1_diagonal(ctx: &Context, a: &CsrView<'_>, dinv: &mut DeviceArray<f64>) -> Result<()> {
+    a.check("amg l1 diagonal: the matrix arrays")?;
+    check_len("amg l1 diagonal: length of dinv", a.nrows, dinv.len())?;
+    if a.vals.is_none() {
+        return Err(Error::InvalidArgument("amg l1 diagonal: the matrix has no values".into()));
+    }
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::L1Diagonal)?;
+    let (stream, o, v, d) = (ctx.stream(), a.offsets.ptr(), a.vals_ptr(), dinv.ptr());
+    // SAFETY: amg_l1_diagonal_f64(unsigned n, const unsigned* off, const double* vals, double*
+    // dinv); off has n + 1 elements bounding vals (checked: validated CSR); dinv has n
+    // elements, borrowed mutably; thread i writes element i only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, v, d)) }.map_err(setup_error(SetupKernel::L1Diagonal))
+}
+
+/// `out[i] = input[i]` rounded to the nearest `f32`.
+pub(crate) fn to_f32(ctx: &Context, input: &DeviceArray<f64>, out: &mut DeviceArray<f32>) -> Result<()> {
+    check_len("amg to f32: length of out", input.len(), out.len())?;
+    if input.is_empty() {
+        return Ok(());
+    }
+    let (n, grid) = rows_and_grid("AMG f32 copy length", input.len())?;
+    let f = setup_function(ctx, SetupKernel::ToF32)?;
+    let (stream, i, o) = (ctx.stream(), input.ptr(), out.ptr());
+    // SAFETY: amg_to_f32_f64(unsigned n, const double* in, float* out); both have n elements
+    // (checked), out borrowed mutably; thread i writes element i only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, i, o)) }.map_err(setup_error(SetupKernel::ToF32))
 }
 
 #[cfg(test)]

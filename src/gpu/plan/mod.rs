@@ -535,6 +535,35 @@ impl SpmvPlan {
         Self::with_columns::<T>(stats, warp_size, choice, None)
     }
 
+    /// The plan of a matrix kept in the CSR arrays it was made in on the device (the levels
+    /// of an AMG hierarchy built on the GPU, `made` saying which): the automatic rule's
+    /// kernel when it is a CSR kernel (scalar or vector); otherwise the vector kernel with the
+    /// design rule's threads per row, since ELLPACK, SELL and the balanced kernel's row
+    /// blocks are made from a host copy of the matrix, which such a matrix never has.
+    pub(crate) fn for_csr_arrays<T: Scalar>(stats: &RowStats, warp_size: u32, made: &str) -> SpmvPlan {
+        let (kernel, reason) = Self::auto(stats, warp_size, T::BYTES, None);
+        let mut plan = Self::with_columns::<T>(stats, warp_size, KernelChoice::Scalar, None)
+            .expect("the scalar kernel always applies");
+        match kernel {
+            SpmvKernel::Scalar | SpmvKernel::Vector { .. } => {
+                plan.kernel = kernel;
+                plan.reason = format!("{made}: {reason}");
+            }
+            other => {
+                let design = Self::design_threads_per_row(stats.mean, warp_size);
+                plan.kernel = SpmvKernel::Vector { threads_per_row: design };
+                plan.reason = format!(
+                    "{made}, kept in the CSR arrays the device made: the vector kernel with {design} threads per row \
+                     by the design rule (mean {:.2}); the automatic rule would run {other} ({reason}), whose storage \
+                     is made from a host copy",
+                    stats.mean
+                );
+            }
+        }
+        plan.choice = KernelChoice::Auto;
+        plan
+    }
+
     /// What rules 2 to 4 of the automatic plan need to know about `a`'s columns
     /// ([`ColumnLayout`]), found (a parallel pass over the columns, which stops at the first
     /// entry farther than 32767 from the diagonal, and a sample of rows) only for

@@ -35,6 +35,12 @@ pub struct DeviceVector<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceVector<T> {
+    /// A vector of the `len` elements of `buf` (`None` when `len == 0`).
+    pub(crate) fn from_memory(ctx: &'static Context, buf: Option<DeviceMemory<T>>, len: usize) -> Self {
+        debug_assert_eq!(buf.as_ref().map_or(0, DeviceMemory::len), len);
+        DeviceVector { ctx, buf, len }
+    }
+
     /// Uploads a host slice; the copy is complete when this returns.
     ///
     /// # Errors

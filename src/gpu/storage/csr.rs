@@ -675,6 +675,67 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(d)
     }
 
+    /// A matrix made on the device in its CSR arrays (32-bit offsets and sorted columns), kept
+    /// as they are, without a copy through the host: the levels of an AMG hierarchy built on
+    /// the GPU. `host_offsets` are the same offsets on the host, for the row statistics the
+    /// plan needs ([`SpmvPlan::for_csr_arrays`]: a CSR kernel, as the other storages are made
+    /// from a host copy); `made` says what the matrix is, for the plan's reason. Empty arrays
+    /// (no entries) are `None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when the offsets do not have `nrows + 1` elements or do not
+    /// end at the number of entries.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_csr_arrays(
+        ctx: &'static Context,
+        nrows: usize,
+        ncols: usize,
+        host_offsets: &[u32],
+        offsets: DeviceMemory<u32>,
+        cols: Option<DeviceMemory<u32>>,
+        values: Option<DeviceMemory<T>>,
+        made: &str,
+    ) -> Result<Self> {
+        let started = Instant::now();
+        let nnz = cols.as_ref().map_or(0, DeviceMemory::len);
+        let mismatch = |expected, found| Error::DimensionMismatch { op: "DeviceCsr::from_csr_arrays", expected, found };
+        if host_offsets.len() != nrows + 1 || offsets.len() != nrows + 1 {
+            return Err(mismatch(nrows + 1, host_offsets.len().min(offsets.len())));
+        }
+        if host_offsets[nrows] as usize != nnz || values.as_ref().map_or(0, DeviceMemory::len) != nnz {
+            return Err(mismatch(nnz, host_offsets[nrows] as usize));
+        }
+        let stats = RowStats::from_lengths(host_offsets.windows(2).map(|w| (w[1] - w[0]) as usize), ncols);
+        let tuning = Tuning::from_env();
+        let mut plan = SpmvPlan::for_csr_arrays::<T>(&stats, ctx.warp_size(), made);
+        plan.set_tuning(tuning);
+        let storage = Storage::Csr {
+            row_offsets: Positions::Narrow(offsets),
+            col_indices: cols,
+            values,
+            balanced: None,
+            hot: None,
+        };
+        let mut d = DeviceCsr {
+            ctx,
+            nrows,
+            ncols,
+            nnz,
+            storage,
+            stats,
+            plan,
+            preprocessing: started.elapsed(),
+            launches: std::sync::Mutex::new(()),
+            entry_base: 0,
+            columns: None,
+            instead_of_sell: None,
+            tuning,
+        };
+        d.plan.set_memory(d.device_bytes(), d.csr_bytes());
+        Ok(d)
+    }
+
     /// Uploads `a` in `parts` column parts ([`crate::gpu::storage::split`]), each with the balanced kernel
     /// and its own row blocks and hot columns; `plan` is the balanced plan of the whole.
     /// The parts are cut on the host one at a time, each freed once uploaded.

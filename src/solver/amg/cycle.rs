@@ -6,7 +6,7 @@
 //! synchronizes.
 
 use super::super::backend::Backend;
-use crate::{CsrMatrix, Result, Scalar};
+use crate::{Result, Scalar};
 use std::sync::{Mutex, PoisonError};
 
 /// The lower end of the Chebyshev interval, as a fraction of `lmax` (the power-method
@@ -61,8 +61,13 @@ struct Level<T: Scalar, B: Backend<T>> {
 /// The coarsest level: a dense inverse applied by SpMV, or (when it is too large to invert)
 /// smoothing alone.
 enum Coarse<T: Scalar, B: Backend<T>> {
-    Direct(B::Matrix),
-    Smooth { a: B::Matrix, dinv: B::Vector, steps: Steps },
+    /// The inverse, and the level's matrix (kept for [`Cycle::fine_matrix`]).
+    Direct(B::Matrix, B::Matrix),
+    Smooth {
+        a: B::Matrix,
+        dinv: B::Vector,
+        steps: Steps,
+    },
 }
 
 /// The work vectors of one level: right-hand side `b`, iterate `x`, residual `r`, and the
@@ -74,13 +79,14 @@ struct Work<V> {
     d: V,
 }
 
-/// What one level of the cycle is built from, on the host (already in `T`).
-pub(crate) struct LevelSpec<T> {
-    pub(crate) a: CsrMatrix<T>,
-    pub(crate) dinv: Vec<T>,
+/// What one level of the cycle is built from: its matrices and inverse diagonal already on
+/// the backend (uploaded from the host hierarchy, or made on the GPU by the device setup).
+pub(crate) struct LevelSpec<M, V> {
+    pub(crate) a: M,
+    pub(crate) dinv: V,
     pub(crate) steps: Steps,
     /// `(P, R)` to the next level; `None` on the coarsest.
-    pub(crate) transfer: Option<(CsrMatrix<T>, CsrMatrix<T>)>,
+    pub(crate) transfer: Option<(M, M)>,
 }
 
 /// The V-cycle on a backend.
@@ -91,15 +97,20 @@ pub(crate) struct Cycle<T: Scalar, B: Backend<T>> {
 }
 
 impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
-    /// Uploads every level (fine to coarse); `coarse_inverse` is the coarsest level's dense
-    /// inverse, or `None` to smooth it instead.
-    pub(crate) fn new(backend: &B, specs: Vec<LevelSpec<T>>, coarse_inverse: Option<&CsrMatrix<T>>) -> Result<Self> {
+    /// The cycle of `specs` (fine to coarse), with its work vectors; `coarse_inverse` is the
+    /// coarsest level's dense inverse, or `None` to smooth it instead.
+    pub(crate) fn new(
+        backend: &B,
+        specs: Vec<LevelSpec<B::Matrix, B::Vector>>,
+        coarse_inverse: Option<B::Matrix>,
+    ) -> Result<Self> {
         let mut levels = Vec::new();
         let mut work = Vec::new();
         let mut coarse = None;
         let count = specs.len();
+        let mut coarse_inverse = coarse_inverse;
         for (l, spec) in specs.into_iter().enumerate() {
-            let n = spec.a.nrows();
+            let n = backend.len(&spec.dinv);
             let outer = if l == 0 { 0 } else { n };
             let chebyshev = matches!(spec.steps, Steps::Chebyshev(_));
             let last = l + 1 == count;
@@ -110,22 +121,27 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
                 r: backend.zeros(if smoothing { n } else { 0 })?,
                 d: backend.zeros(if smoothing && chebyshev { n } else { 0 })?,
             });
-            let a = backend.matrix(&spec.a)?;
-            let dinv = backend.upload(&spec.dinv)?;
-            match spec.transfer {
-                Some((p, r)) if !last => {
-                    levels.push(Level { a, dinv, steps: spec.steps, p: backend.matrix(&p)?, r: backend.matrix(&r)? })
-                }
+            let LevelSpec { a, dinv, steps, transfer } = spec;
+            match transfer {
+                Some((p, r)) if !last => levels.push(Level { a, dinv, steps, p, r }),
                 _ => {
-                    coarse = Some(match coarse_inverse {
-                        Some(inv) => Coarse::Direct(backend.matrix(inv)?),
-                        None => Coarse::Smooth { a, dinv, steps: spec.steps },
+                    coarse = Some(match coarse_inverse.take() {
+                        Some(inv) => Coarse::Direct(inv, a),
+                        None => Coarse::Smooth { a, dinv, steps },
                     });
                 }
             }
         }
         let coarse = coarse.expect("a hierarchy has a coarsest level");
         Ok(Cycle { levels, coarse, work: Mutex::new(work) })
+    }
+
+    /// The finest level's matrix.
+    pub(crate) fn fine_matrix(&self) -> &B::Matrix {
+        match (self.levels.first(), &self.coarse) {
+            (Some(l), _) => &l.a,
+            (None, Coarse::Direct(_, a) | Coarse::Smooth { a, .. }) => a,
+        }
     }
 
     /// `z = M^-1 r`: one V(1,1)-cycle from `x = 0`.
@@ -170,7 +186,7 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
         d: &mut B::Vector,
     ) -> Result<()> {
         match &self.coarse {
-            Coarse::Direct(inv) => backend.spmv(s, inv, 1.0, b, 0.0, x),
+            Coarse::Direct(inv, _) => backend.spmv(s, inv, 1.0, b, 0.0, x),
             Coarse::Smooth { a, dinv, steps } => {
                 smooth(backend, s, a, dinv, steps, b, x, r, d, true)?;
                 smooth(backend, s, a, dinv, steps, b, x, r, d, false)

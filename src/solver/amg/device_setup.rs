@@ -388,6 +388,18 @@ pub(crate) fn inverse_diagonal(ctx: &'static Context, a: &DeviceCsrParts) -> Res
     Ok(dinv)
 }
 
+/// `1 / sum_j |a_ij|` of every row (0 for a row without nonzeros), as
+/// [`host_setup::inverse_l1_diagonal`].
+///
+/// # Errors
+///
+/// [`Error::Cuda`].
+pub(crate) fn inverse_l1_diagonal(ctx: &'static Context, a: &DeviceCsrParts) -> Result<DeviceArray<f64>> {
+    let mut dinv = DeviceArray::<f64>::zeroed(ctx, a.nrows, "the AMG inverse l1 diagonal")?;
+    kernels::l1_diagonal(ctx, &a.view(), &mut dinv)?;
+    Ok(dinv)
+}
+
 /// `A^T` with sorted columns (a counting sort of the entries by column, then each row
 /// sorted by its unique columns), as `CsrMatrix::transpose`.
 ///

@@ -35,13 +35,14 @@ pub(crate) mod host_setup;
 mod steps;
 
 use super::backend::Backend;
+use super::operator::LinearOperator;
 use super::precond::{Preconditioner, PreconditionerKind};
 use super::CgError;
 use crate::{CsrMatrix, Result, Scalar};
 use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
-use host_setup::Pattern;
+use device_setup::DeviceCsrParts;
 use std::time::{Duration, Instant};
-use steps::{Coarsening, DeviceSteps, HostSteps, LevelSteps};
+use steps::{Coarsening, DeviceSteps, HostSteps, LevelMatrix, LevelSteps};
 
 /// The smoother of every level of the cycle.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -147,79 +148,150 @@ const COARSEN_FACTOR: f64 = 1.2;
 /// by `max_levels` or by a slow rate) it is smoothed instead.
 pub const DENSE_LIMIT: usize = 2000;
 
-/// The part of a level that leads to the next, coarser one.
+/// The part of a level that leads to the next, coarser one, its matrices stored as `M`.
 #[derive(Debug, Clone, PartialEq)]
-struct Transfer {
-    /// The strength graph and MIS-2 states, kept by the host setup only.
-    strength: Option<Pattern>,
-    states: Option<Vec<u8>>,
-    aggregates: Vec<u32>,
-    count: usize,
-    p_tent: CsrMatrix<f64>,
-    p: CsrMatrix<f64>,
-    r: CsrMatrix<f64>,
+struct Transfer<M> {
+    /// How the level coarsened: the aggregates (and, from the host setup, the strength graph
+    /// and MIS-2 states), kept for a numeric re-setup.
+    coarsening: Coarsening,
+    p_tent: M,
+    p: M,
+    r: M,
+}
+
+/// One level of a hierarchy, its matrices stored as `M`: `CsrMatrix<f64>` on the host,
+/// `DeviceCsrParts` for a hierarchy that stays on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+struct Level<M> {
+    a: M,
+    block_size: usize,
+    rho: f64,
+    transfer: Option<Transfer<M>>,
 }
 
 /// One level of an [`AmgHierarchy`], on the host in `f64`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AmgLevel {
-    a: CsrMatrix<f64>,
-    block_size: usize,
-    rho: f64,
-    transfer: Option<Transfer>,
-}
+pub struct AmgLevel(Level<CsrMatrix<f64>>);
 
 impl AmgLevel {
     /// The level's matrix (`A` itself on level 0, `R A P` of the level above otherwise).
     pub fn matrix(&self) -> &CsrMatrix<f64> {
-        &self.a
+        &self.0.a
     }
 
     /// Unknowns per node on this level (the near-nullspace's column count below level 0).
     pub fn block_size(&self) -> usize {
-        self.block_size
+        self.0.block_size
     }
 
     /// The power-method estimate of `rho(D^-1 A)` (times the safety factor 1.05).
     pub fn spectral_radius(&self) -> f64 {
-        self.rho
+        self.0.rho
     }
 
     /// The strength graph on the nodes, as CSR offsets and sorted columns (diagonal left
     /// out); `None` on the coarsest level, and on every level of a hierarchy built on the
     /// device (which does not copy it to the host).
     pub fn strength(&self) -> Option<(&[u64], &[u32])> {
-        self.transfer.as_ref()?.strength.as_ref().map(|s| (&s.offsets[..], &s.cols[..]))
+        self.0.transfer.as_ref()?.coarsening.strength.as_ref().map(|s| (&s.offsets[..], &s.cols[..]))
     }
 
     /// The aggregate of every node, and the number of aggregates; `None` on the coarsest
     /// level.
     pub fn aggregates(&self) -> Option<(&[u32], usize)> {
-        self.transfer.as_ref().map(|t| (&t.aggregates[..], t.count))
+        self.0.transfer.as_ref().map(|t| (&t.coarsening.aggregates[..], t.coarsening.count))
     }
 
     /// The roots of the aggregates (the distance-2 independent set), in increasing order
     /// (root `k` is the root of aggregate `k`); `None` on the coarsest level, and on every
     /// level of a hierarchy built on the device.
     pub fn roots(&self) -> Option<Vec<usize>> {
-        let states = self.transfer.as_ref()?.states.as_ref()?;
+        let states = self.0.transfer.as_ref()?.coarsening.states.as_ref()?;
         Some((0..states.len()).filter(|&i| states[i] == host_setup::ROOT).collect())
     }
 
     /// The tentative prolongator (orthonormal columns per aggregate); `None` on the
     /// coarsest level.
     pub fn tentative_prolongator(&self) -> Option<&CsrMatrix<f64>> {
-        self.transfer.as_ref().map(|t| &t.p_tent)
+        self.0.transfer.as_ref().map(|t| &t.p_tent)
     }
 
     /// The smoothed prolongator `P` to the next level; `None` on the coarsest.
     pub fn prolongator(&self) -> Option<&CsrMatrix<f64>> {
-        self.transfer.as_ref().map(|t| &t.p)
+        self.0.transfer.as_ref().map(|t| &t.p)
     }
 
     /// The restriction `R = P^T`; `None` on the coarsest.
     pub fn restriction(&self) -> Option<&CsrMatrix<f64>> {
-        self.transfer.as_ref().map(|t| &t.r)
+        self.0.transfer.as_ref().map(|t| &t.r)
+    }
+}
+
+/// What a build made, its level matrices stored as `M` (on the host for an
+/// [`AmgHierarchy`], on the device for a hierarchy that [`Amg`] keeps there).
+struct Built<M> {
+    levels: Vec<Level<M>>,
+    coarse_inverse: Option<CsrMatrix<f64>>,
+    params: AmgParams,
+    setup_time: Duration,
+    /// Where the steps ran, and the time of each kind of step.
+    setup_place: &'static str,
+    setup_phases: Vec<(&'static str, Duration)>,
+}
+
+impl<M: LevelMatrix> Built<M> {
+    /// What the hierarchy is, for reports.
+    fn info(&self) -> AmgInfo {
+        info_of(
+            self.levels.iter(),
+            self.coarse_inverse.as_ref().map_or(0, CsrMatrix::nnz),
+            &self.params,
+            self.setup_time,
+            self.setup_place,
+            &self.setup_phases,
+        )
+    }
+
+    /// The aggregates of every level but the coarsest, for a numeric re-setup.
+    fn coarsenings(&self) -> Vec<Coarsening> {
+        self.levels.iter().filter_map(|l| l.transfer.as_ref().map(|t| t.coarsening.clone())).collect()
+    }
+}
+
+/// The report of a hierarchy of `levels`, whose coarsest inverse stores `coarse_entries`.
+fn info_of<'a, M: LevelMatrix + 'a>(
+    levels: impl Iterator<Item = &'a Level<M>> + Clone,
+    coarse_entries: usize,
+    params: &AmgParams,
+    setup_time: Duration,
+    setup_place: &'static str,
+    setup_phases: &[(&'static str, Duration)],
+) -> AmgInfo {
+    let first = levels.clone().next().expect("a hierarchy has a level");
+    let rows0 = first.a.nrows().max(1) as f64;
+    let nnz0 = first.a.nnz().max(1) as f64;
+    let infos: Vec<AmgLevelInfo> = levels
+        .clone()
+        .map(|l| {
+            let bounds = match params.smoother {
+                Smoother::Chebyshev { .. } => Some((l.rho * CHEBYSHEV_LOWER, l.rho * CHEBYSHEV_UPPER)),
+                Smoother::L1Jacobi { .. } => None,
+            };
+            AmgLevelInfo { rows: l.a.nrows(), entries: l.a.nnz(), block_size: l.block_size, rho: l.rho, bounds }
+        })
+        .collect();
+    let transfer_entries: usize = levels.filter_map(|l| l.transfer.as_ref()).map(|t| t.p.nnz() + t.r.nnz()).sum();
+    AmgInfo {
+        operator_complexity: infos.iter().map(|l| l.entries as f64).sum::<f64>() / nnz0,
+        grid_complexity: infos.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
+        hierarchy_entries: infos.iter().map(|l| l.entries).sum::<usize>() + transfer_entries + coarse_entries,
+        levels: infos,
+        setup_time,
+        setup_place,
+        setup_phases: setup_phases.to_vec(),
+        smoother: params.smoother,
+        coarse_solve: if coarse_entries > 0 { "dense inverse" } else { "smoother" },
+        auto_reason: None,
     }
 }
 
@@ -236,8 +308,24 @@ pub struct AmgHierarchy {
     setup_phases: Vec<(&'static str, Duration)>,
 }
 
+impl From<Built<CsrMatrix<f64>>> for AmgHierarchy {
+    fn from(b: Built<CsrMatrix<f64>>) -> Self {
+        AmgHierarchy {
+            levels: b.levels.into_iter().map(AmgLevel).collect(),
+            coarse_inverse: b.coarse_inverse,
+            params: b.params,
+            setup_time: b.setup_time,
+            setup_place: b.setup_place,
+            setup_phases: b.setup_phases,
+        }
+    }
+}
+
 /// Why the Auto choice gave AMG up while building it.
 struct Abandoned(String);
+
+/// A build's result: the hierarchy, or why the Auto choice gave it up.
+type Outcome<M> = std::result::Result<std::result::Result<Built<M>, Abandoned>, CgError>;
 
 /// Limits under which [`PreconditionerKind::Auto`] keeps AMG.
 pub const AUTO_MIN_COARSENING: f64 = 2.0;
@@ -251,6 +339,200 @@ pub const AUTO_SKEW_LIMIT: f64 = 8.0;
 /// without building AMG: then `cond(D^-1 A) <= 5` and Jacobi-CG needs only a handful of
 /// iterations, fewer than AMG's setup costs.
 pub const AUTO_DOMINANCE_LIMIT: f64 = 1.5;
+
+/// Checks `a` and `params` for a build; returns the number of near-nullspace vectors.
+fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize, CgError> {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Err(CgError::NotSquare { nrows: n, ncols: a.ncols() });
+    }
+    for (row, d) in a.diagonal().into_iter().enumerate() {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(CgError::InvalidDiagonal { row, value: d });
+        }
+    }
+    let bs = params.block_size;
+    if bs == 0 || n % bs != 0 {
+        return Err(CgError::InvalidParams(format!(
+            "AMG block_size {bs} does not divide the {n} rows of the matrix into nodes"
+        )));
+    }
+    if !(params.theta.is_finite() && params.theta >= 0.0) {
+        return Err(CgError::InvalidParams(format!("AMG theta must be finite and >= 0, got {}", params.theta)));
+    }
+    if params.max_levels == 0 {
+        return Err(CgError::InvalidParams("AMG max_levels must be at least 1".into()));
+    }
+    match params.smoother {
+        Smoother::Chebyshev { degree: 0 } => {
+            return Err(CgError::InvalidParams("the Chebyshev smoother's degree must be at least 1".into()))
+        }
+        Smoother::L1Jacobi { sweeps: 0 } => {
+            return Err(CgError::InvalidParams("the l1-Jacobi smoother needs at least 1 sweep".into()))
+        }
+        _ => {}
+    }
+    let k = match &params.near_nullspace {
+        None => 1,
+        Some(b) => {
+            if n == 0 || b.is_empty() || b.len() % n != 0 {
+                return Err(CgError::NearNullspace { rows: n, found: b.len() });
+            }
+            if b.iter().any(|v| !v.is_finite()) {
+                return Err(CgError::InvalidParams("the AMG near-nullspace has non-finite entries".into()));
+            }
+            b.len() / n
+        }
+    };
+    Ok(k)
+}
+
+/// Builds the levels from `a` (level 0, already where `steps` computes) with `steps`:
+/// `fixed` gives the aggregates of every level (a numeric re-setup: no coarsening, the same
+/// number of levels), `auto` gives AMG up as [`build_auto`] says. `host_a` is level 0 on
+/// the host, validated here; `started` is when the setup began.
+#[allow(clippy::too_many_arguments)]
+fn build_levels<S: LevelSteps>(
+    steps: &mut S,
+    host_a: &CsrMatrix<f64>,
+    a: S::Matrix,
+    params: &AmgParams,
+    auto: bool,
+    fixed: Option<Vec<Coarsening>>,
+    started: Instant,
+    setup_place: &'static str,
+) -> Outcome<S::Matrix> {
+    let k = validate(host_a, params)?;
+    let mut times = [Duration::ZERO; 3];
+    let n0 = host_a.nrows();
+    let nnz0 = host_a.nnz().max(1) as f64;
+    let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
+    let mut bs = params.block_size;
+    let mut a = a;
+    let mut levels: Vec<Level<S::Matrix>> = Vec::new();
+    let mut entries = host_a.nnz() as f64;
+    let mut fixed = fixed.map(Vec::into_iter);
+    loop {
+        let n = a.nrows();
+        let t = Instant::now();
+        let rho = steps.rho(&a)?;
+        times[0] += t.elapsed();
+        let given = fixed.as_mut().map(|f| f.next());
+        let last = match &given {
+            Some(g) => g.is_none(),
+            None => n <= params.max_coarse || levels.len() + 1 >= params.max_levels,
+        };
+        let transfer = if last {
+            None
+        } else {
+            let t = Instant::now();
+            let c = match given.flatten() {
+                Some(c) => c,
+                None => steps.coarsen(&a, params.theta, bs)?,
+            };
+            times[1] += t.elapsed();
+            let nc = c.count * k;
+            if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
+                return Ok(Err(Abandoned(format!(
+                    "AMG's first level coarsens {n} rows to {nc} ({:.2}x, below {AUTO_MIN_COARSENING}x)",
+                    n as f64 / nc.max(1) as f64
+                ))));
+            }
+            if fixed.is_none() && (nc == 0 || nc as f64 * COARSEN_FACTOR > n as f64) {
+                None
+            } else {
+                let t = Instant::now();
+                let ops = steps.operators(&a, &c, bs, &b, k, rho)?;
+                times[2] += t.elapsed();
+                entries += ops.ac.nnz() as f64;
+                if auto && entries / nnz0 > AUTO_MAX_OPERATOR_COMPLEXITY {
+                    return Ok(Err(Abandoned(format!(
+                        "AMG's operator complexity passes {AUTO_MAX_OPERATOR_COMPLEXITY} at level {} ({:.2})",
+                        levels.len() + 1,
+                        entries / nnz0
+                    ))));
+                }
+                b = ops.bc;
+                Some((Transfer { coarsening: c, p_tent: ops.p_tent, p: ops.p, r: ops.r }, ops.ac))
+            }
+        };
+        match transfer {
+            Some((t, ac)) => {
+                levels.push(Level { a, block_size: bs, rho, transfer: Some(t) });
+                a = ac;
+                bs = k;
+            }
+            None => {
+                levels.push(Level { a, block_size: bs, rho, transfer: None });
+                break;
+            }
+        }
+    }
+    let t = Instant::now();
+    let last = levels.len() - 1;
+    let coarse_inverse = if levels[last].a.nrows() > DENSE_LIMIT {
+        None
+    } else {
+        let coarsest = steps.to_host(&levels[last].a)?;
+        Some(coarse_inverse(&coarsest, last)?)
+    };
+    let setup_phases = vec![
+        ("spectral radii", times[0]),
+        ("strength and aggregation", times[1]),
+        ("prolongators and Galerkin products", times[2]),
+        ("downloads within the steps", steps.download_time()),
+        ("coarsest inverse", t.elapsed()),
+    ];
+    Ok(Ok(Built {
+        levels,
+        coarse_inverse,
+        params: params.clone(),
+        setup_time: started.elapsed(),
+        setup_place,
+        setup_phases,
+    }))
+}
+
+/// Builds on the host.
+fn build_on_host(
+    a: &CsrMatrix<f64>,
+    params: &AmgParams,
+    auto: bool,
+    fixed: Option<Vec<Coarsening>>,
+) -> Outcome<CsrMatrix<f64>> {
+    let started = Instant::now();
+    build_levels(&mut HostSteps::default(), a, a.clone(), params, auto, fixed, started, "host")
+}
+
+/// Builds on the GPU of `ctx`; the levels stay there.
+fn build_resident(
+    ctx: &'static crate::gpu::Context,
+    a: &CsrMatrix<f64>,
+    params: &AmgParams,
+    auto: bool,
+    fixed: Option<Vec<Coarsening>>,
+) -> Outcome<DeviceCsrParts> {
+    let started = Instant::now();
+    // the checks before the upload, which would refuse a bad matrix less clearly
+    validate(a, params)?;
+    let t = Instant::now();
+    let da = DeviceCsrParts::upload(ctx, a).map_err(CgError::from)?;
+    let upload = t.elapsed();
+    let mut built = match build_levels(&mut DeviceSteps::new(ctx), a, da, params, auto, fixed, started, "device")? {
+        Ok(b) => b,
+        Err(abandoned) => return Ok(Err(abandoned)),
+    };
+    built.setup_phases.insert(0, ("upload of level 0", upload));
+    Ok(Ok(built))
+}
+
+/// The result of a build that cannot be abandoned.
+fn kept<M>(outcome: Outcome<M>) -> std::result::Result<Built<M>, CgError> {
+    match outcome? {
+        Ok(b) => Ok(b),
+        Err(Abandoned(_)) => unreachable!("only the Auto choice abandons"),
+    }
+}
 
 impl AmgHierarchy {
     /// Builds the hierarchy of `a` (square, symmetric, positive diagonal) with `params`, on
@@ -267,13 +549,13 @@ impl AmgHierarchy {
     /// positive definite (then neither is `a`); [`CgError::Backend`] when a product
     /// exceeds the index limits.
     pub fn build(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<Self, CgError> {
-        Self::build_at(a, params, None)
+        Ok(kept(build_on_host(a, params, false, None))?.into())
     }
 
     /// Builds the hierarchy as [`AmgHierarchy::build`] with the setup's steps on the GPU
     /// of `ctx` (strength, aggregation, prolongators and the Galerkin products in the
-    /// device's own kernels, deterministic); the levels are then downloaded into the
-    /// host hierarchy.
+    /// device's own kernels, deterministic), then copies every level to the host. ([`Amg`]
+    /// with a device backend keeps the levels on the GPU instead.)
     ///
     /// # Errors
     ///
@@ -285,167 +567,38 @@ impl AmgHierarchy {
         a: &CsrMatrix<f64>,
         params: &AmgParams,
     ) -> std::result::Result<Self, CgError> {
-        Self::build_at(a, params, Some(ctx))
-    }
-
-    /// Builds on the device of `ctx`, or on the host for `None`.
-    fn build_at(
-        a: &CsrMatrix<f64>,
-        params: &AmgParams,
-        ctx: Option<&'static crate::gpu::Context>,
-    ) -> std::result::Result<Self, CgError> {
-        match Self::build_inner(a, params, false, ctx)? {
-            Ok(h) => Ok(h),
-            Err(Abandoned(_)) => unreachable!("only the Auto choice abandons"),
-        }
-    }
-
-    fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize, CgError> {
-        let n = a.nrows();
-        if a.ncols() != n {
-            return Err(CgError::NotSquare { nrows: n, ncols: a.ncols() });
-        }
-        for (row, d) in a.diagonal().into_iter().enumerate() {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(CgError::InvalidDiagonal { row, value: d });
-            }
-        }
-        let bs = params.block_size;
-        if bs == 0 || n % bs != 0 {
-            return Err(CgError::InvalidParams(format!(
-                "AMG block_size {bs} does not divide the {n} rows of the matrix into nodes"
-            )));
-        }
-        if !(params.theta.is_finite() && params.theta >= 0.0) {
-            return Err(CgError::InvalidParams(format!("AMG theta must be finite and >= 0, got {}", params.theta)));
-        }
-        if params.max_levels == 0 {
-            return Err(CgError::InvalidParams("AMG max_levels must be at least 1".into()));
-        }
-        match params.smoother {
-            Smoother::Chebyshev { degree: 0 } => {
-                return Err(CgError::InvalidParams("the Chebyshev smoother's degree must be at least 1".into()))
-            }
-            Smoother::L1Jacobi { sweeps: 0 } => {
-                return Err(CgError::InvalidParams("the l1-Jacobi smoother needs at least 1 sweep".into()))
-            }
-            _ => {}
-        }
-        let k = match &params.near_nullspace {
-            None => 1,
-            Some(b) => {
-                if n == 0 || b.is_empty() || b.len() % n != 0 {
-                    return Err(CgError::NearNullspace { rows: n, found: b.len() });
-                }
-                if b.iter().any(|v| !v.is_finite()) {
-                    return Err(CgError::InvalidParams("the AMG near-nullspace has non-finite entries".into()));
-                }
-                b.len() / n
-            }
-        };
-        Ok(k)
-    }
-
-    fn build_inner(
-        a: &CsrMatrix<f64>,
-        params: &AmgParams,
-        auto: bool,
-        ctx: Option<&'static crate::gpu::Context>,
-    ) -> std::result::Result<std::result::Result<Self, Abandoned>, CgError> {
-        let started = Instant::now();
-        let k = Self::validate(a, params)?;
-        let (mut on_device, mut on_host);
-        let steps: &mut dyn LevelSteps = match ctx {
-            Some(ctx) => {
-                on_device = DeviceSteps::new(ctx);
-                &mut on_device
-            }
-            None => {
-                on_host = HostSteps::default();
-                &mut on_host
-            }
-        };
-        let mut times = [Duration::ZERO; 3];
-        let n0 = a.nrows();
-        let nnz0 = a.nnz().max(1) as f64;
-        let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
-        let mut bs = params.block_size;
-        let mut a = a.clone();
-        let mut levels: Vec<AmgLevel> = Vec::new();
-        let mut entries = a.nnz() as f64;
-        loop {
-            let n = a.nrows();
-            let t = Instant::now();
-            let rho = steps.rho(&a)?;
-            times[0] += t.elapsed();
-            let last = n <= params.max_coarse || levels.len() + 1 >= params.max_levels;
-            let transfer = if last {
-                None
-            } else {
-                let t = Instant::now();
-                let c = steps.coarsen(&a, params.theta, bs)?;
-                times[1] += t.elapsed();
-                let nc = c.count * k;
-                if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
-                    return Ok(Err(Abandoned(format!(
-                        "AMG's first level coarsens {n} rows to {nc} ({:.2}x, below {AUTO_MIN_COARSENING}x)",
-                        n as f64 / nc.max(1) as f64
-                    ))));
-                }
-                if nc == 0 || nc as f64 * COARSEN_FACTOR > n as f64 {
-                    None
-                } else {
-                    let t = Instant::now();
-                    let ops = steps.operators(&a, &c, bs, &b, k, rho)?;
-                    times[2] += t.elapsed();
-                    entries += ops.ac.nnz() as f64;
-                    if auto && entries / nnz0 > AUTO_MAX_OPERATOR_COMPLEXITY {
-                        return Ok(Err(Abandoned(format!(
-                            "AMG's operator complexity passes {AUTO_MAX_OPERATOR_COMPLEXITY} at level {} ({:.2})",
-                            levels.len() + 1,
-                            entries / nnz0
-                        ))));
-                    }
-                    b = ops.bc;
-                    let Coarsening { strength, states, aggregates, count } = c;
-                    let t = Transfer { strength, states, aggregates, count, p_tent: ops.p_tent, p: ops.p, r: ops.r };
-                    Some((t, ops.ac))
-                }
-            };
-            match transfer {
-                Some((t, ac)) => {
-                    levels.push(AmgLevel { a, block_size: bs, rho, transfer: Some(t) });
-                    a = ac;
-                    bs = k;
-                }
-                None => {
-                    levels.push(AmgLevel { a, block_size: bs, rho, transfer: None });
-                    break;
-                }
-            }
-        }
+        let built = kept(build_resident(ctx, a, params, false, None))?;
         let t = Instant::now();
-        let coarse_inverse = coarse_inverse(&levels)?;
-        let setup_phases = vec![
-            ("spectral radii", times[0]),
-            ("strength and aggregation", times[1]),
-            ("prolongators and Galerkin products", times[2]),
-            ("downloads within the steps", steps.download_time()),
-            ("coarsest inverse", t.elapsed()),
-        ];
-        Ok(Ok(AmgHierarchy {
+        let download = |m: &DeviceCsrParts| m.download().map_err(CgError::from);
+        let mut levels = Vec::with_capacity(built.levels.len());
+        for l in &built.levels {
+            let transfer = match &l.transfer {
+                Some(t) => Some(Transfer {
+                    coarsening: t.coarsening.clone(),
+                    p_tent: download(&t.p_tent)?,
+                    p: download(&t.p)?,
+                    r: download(&t.r)?,
+                }),
+                None => None,
+            };
+            levels.push(Level { a: download(&l.a)?, block_size: l.block_size, rho: l.rho, transfer });
+        }
+        let mut phases = built.setup_phases;
+        phases.push(("downloads of the levels", t.elapsed()));
+        Ok(Built {
             levels,
-            coarse_inverse,
-            params: params.clone(),
-            setup_time: started.elapsed(),
-            setup_place: if ctx.is_some() { "device" } else { "host" },
-            setup_phases,
-        }))
+            coarse_inverse: built.coarse_inverse,
+            params: built.params,
+            setup_time: built.setup_time + t.elapsed(),
+            setup_place: built.setup_place,
+            setup_phases: phases,
+        }
+        .into())
     }
 
     /// Redoes the numeric part for new values of `A` on the same pattern: the same
     /// aggregates and tentative prolongators, new `rho`, `P`, `R = P^T`, coarse matrices and
-    /// coarsest inverse.
+    /// coarsest inverse (on the host).
     ///
     /// # Errors
     ///
@@ -454,34 +607,12 @@ impl AmgHierarchy {
     /// [`AmgHierarchy::build`].
     pub fn update_values(&mut self, a: &CsrMatrix<f64>) -> std::result::Result<(), CgError> {
         let started = Instant::now();
-        let old = &self.levels[0].a;
-        if a.nrows() != old.nrows()
-            || a.ncols() != old.ncols()
-            || a.row_offsets() != old.row_offsets()
-            || a.col_indices() != old.col_indices()
-        {
-            return Err(CgError::InvalidParams(
-                "AMG update_values: the new matrix does not have the pattern the hierarchy was built on; build a \
-                 new preconditioner"
-                    .into(),
-            ));
-        }
-        Self::validate(a, &self.params)?;
-        let mut next = a.clone();
-        for level in &mut self.levels {
-            level.a = next;
-            let dinv = host_setup::inverse_diagonal(&level.a);
-            level.rho = host_setup::spectral_radius(&level.a, &dinv);
-            let Some(t) = &mut level.transfer else { break };
-            t.p = host_setup::smooth_prolongator(&level.a, &dinv, level.rho, &t.p_tent).map_err(crate::Error::from)?;
-            let (r, ac) = host_setup::galerkin(&level.a, &t.p).map_err(crate::Error::from)?;
-            t.r = r;
-            next = ac;
-        }
-        self.coarse_inverse = coarse_inverse(&self.levels)?;
-        self.setup_time = started.elapsed();
-        self.setup_place = "host";
-        self.setup_phases = vec![("numeric re-setup", self.setup_time)];
+        check_pattern(self.levels[0].matrix(), a)?;
+        let fixed = self.levels.iter().filter_map(|l| l.0.transfer.as_ref().map(|t| t.coarsening.clone())).collect();
+        let mut fresh: AmgHierarchy = kept(build_on_host(a, &self.params, false, Some(fixed)))?.into();
+        fresh.setup_time = started.elapsed();
+        fresh.setup_phases = vec![("numeric re-setup", fresh.setup_time)];
+        *self = fresh;
         Ok(())
     }
 
@@ -503,50 +634,36 @@ impl AmgHierarchy {
 
     /// What the hierarchy is, for reports.
     pub fn info(&self) -> AmgInfo {
-        let rows0 = self.levels[0].a.nrows().max(1) as f64;
-        let nnz0 = self.levels[0].a.nnz().max(1) as f64;
-        let levels: Vec<AmgLevelInfo> = self
-            .levels
-            .iter()
-            .map(|l| {
-                let bounds = match self.params.smoother {
-                    Smoother::Chebyshev { .. } => Some((l.rho * CHEBYSHEV_LOWER, l.rho * CHEBYSHEV_UPPER)),
-                    Smoother::L1Jacobi { .. } => None,
-                };
-                AmgLevelInfo { rows: l.a.nrows(), entries: l.a.nnz(), block_size: l.block_size, rho: l.rho, bounds }
-            })
-            .collect();
-        let transfer_entries: usize =
-            self.levels.iter().filter_map(|l| l.transfer.as_ref()).map(|t| t.p.nnz() + t.r.nnz()).sum();
-        AmgInfo {
-            operator_complexity: levels.iter().map(|l| l.entries as f64).sum::<f64>() / nnz0,
-            grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
-            hierarchy_entries: levels.iter().map(|l| l.entries).sum::<usize>()
-                + transfer_entries
-                + self.coarse_inverse.as_ref().map_or(0, |c| c.nnz()),
-            levels,
-            setup_time: self.setup_time,
-            setup_place: self.setup_place,
-            setup_phases: self.setup_phases.clone(),
-            smoother: self.params.smoother,
-            coarse_solve: if self.coarse_inverse.is_some() { "dense inverse" } else { "smoother" },
-            auto_reason: None,
-        }
+        info_of(
+            self.levels.iter().map(|l| &l.0),
+            self.coarse_inverse.as_ref().map_or(0, CsrMatrix::nnz),
+            &self.params,
+            self.setup_time,
+            self.setup_place,
+            &self.setup_phases,
+        )
     }
 }
 
-/// The dense inverse of the coarsest level, when it is small enough.
-fn coarse_inverse(levels: &[AmgLevel]) -> std::result::Result<Option<CsrMatrix<f64>>, CgError> {
-    let last = levels.len() - 1;
-    let a = &levels[last].a;
-    if a.nrows() > DENSE_LIMIT {
-        return Ok(None);
+/// `Err(InvalidParams)` unless `new` has the pattern of `old` (a numeric re-setup's input).
+fn check_pattern<T: Scalar, U: Scalar>(old: &CsrMatrix<T>, new: &CsrMatrix<U>) -> std::result::Result<(), CgError> {
+    if new.nrows() != old.nrows()
+        || new.ncols() != old.ncols()
+        || new.row_offsets() != old.row_offsets()
+        || new.col_indices() != old.col_indices()
+    {
+        return Err(CgError::InvalidParams(
+            "AMG update_values: the new matrix does not have the pattern the hierarchy was built on; build a new \
+             preconditioner"
+                .into(),
+        ));
     }
-    dense::cholesky_inverse(a).map(Some).map_err(|e| CgError::CoarseNotPositiveDefinite {
-        level: last,
-        row: e.row,
-        pivot: e.pivot,
-    })
+    Ok(())
+}
+
+/// The dense inverse of the coarsest level `a` (level `level`).
+fn coarse_inverse(a: &CsrMatrix<f64>, level: usize) -> std::result::Result<CsrMatrix<f64>, CgError> {
+    dense::cholesky_inverse(a).map_err(|e| CgError::CoarseNotPositiveDefinite { level, row: e.row, pivot: e.pivot })
 }
 
 /// One level in an [`AmgInfo`].
@@ -699,10 +816,12 @@ pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     }
 }
 
-/// AMG as a [`Preconditioner`]: the hierarchy of [`AmgHierarchy::build`] on a backend, one
-/// V(1,1)-cycle per application. Build it once and solve many right-hand sides with
-/// [`cg_with`](super::cg_with); [`Amg::update_values`] redoes the numeric setup for new
-/// values on the same pattern.
+/// AMG as a [`Preconditioner`]: a hierarchy on a backend, one V(1,1)-cycle per
+/// application. With a device backend the setup runs on its GPU by default
+/// ([`SetupPlace::Auto`]) and the levels stay there: each level's matrices become the
+/// backend's matrices without a copy through the host. Build it once and solve many
+/// right-hand sides with [`cg_with`](super::cg_with); [`Amg::update_values`] redoes the
+/// numeric setup for new values on the same pattern.
 ///
 /// # Example
 ///
@@ -719,7 +838,12 @@ pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
 /// # Ok::<(), spgpu::solver::CgError>(())
 /// ```
 pub struct Amg<T: Scalar, B: Backend<T>> {
-    hierarchy: AmgHierarchy,
+    /// The host hierarchy, when the setup ran on the host.
+    hierarchy: Option<AmgHierarchy>,
+    /// When the setup ran on a GPU: that GPU and the aggregates of every level, for a
+    /// numeric re-setup there.
+    resident: Option<(&'static crate::gpu::Context, Vec<Coarsening>)>,
+    params: AmgParams,
     cycle: Cycle<T, B>,
     info: AmgInfo,
 }
@@ -730,16 +854,87 @@ impl<T: Scalar, B: Backend<T>> std::fmt::Debug for Amg<T, B> {
     }
 }
 
+/// A matrix of an AMG hierarchy built on a GPU ([`SetupPlace::Device`]): its CSR arrays in
+/// `f64` on that GPU, which [`Backend::amg_matrix`] turns into the backend's matrix. Only the
+/// setup makes one.
+pub struct AmgDeviceMatrix {
+    pub(crate) parts: DeviceCsrParts,
+    /// What the matrix is ("level 1 A", "level 0 P", ...), for its SpMV plan's reason.
+    pub(crate) what: String,
+}
+
+impl AmgDeviceMatrix {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.parts.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.parts.ncols
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.parts.nnz()
+    }
+
+    /// What the matrix is in its hierarchy (`"AMG level 1 A"`, `"AMG level 0 P"`, ...).
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// A copy on the host, rounded to `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`](crate::Error::Cuda) when a copy fails.
+    pub fn download<T: Scalar>(&self) -> Result<CsrMatrix<T>> {
+        Ok(self.parts.download()?.cast::<T>())
+    }
+}
+
+/// A vector of an AMG hierarchy built on a GPU (a level's inverse diagonal), in `f64` on that
+/// GPU, which [`Backend::amg_vector`] turns into the backend's vector. Only the setup makes
+/// one.
+pub struct AmgDeviceVector(pub(crate) crate::gpu::kernels::amg::DeviceArray<f64>);
+
+impl AmgDeviceVector {
+    /// Length.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// A copy on the host, rounded to `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`](crate::Error::Cuda) when the copy fails.
+    pub fn download<T: Scalar>(&self) -> Result<Vec<T>> {
+        Ok(self.0.to_vec("an AMG vector")?.into_iter().map(T::from_f64).collect())
+    }
+}
+
 impl<T: Scalar, B: Backend<T>> Amg<T, B> {
-    /// Builds the hierarchy of `a` on the host ([`AmgHierarchy::build`], in `f64`) and puts
+    /// Builds the hierarchy of `a` where `params.setup` says ([`SetupPlace`]: by default on
+    /// the backend's GPU, whose levels then stay there, else on the host in `f64`) and puts
     /// it on `backend`, in `T`.
     ///
     /// # Errors
     ///
-    /// Those of [`AmgHierarchy::build`], and [`CgError::Backend`] when an upload fails.
+    /// Those of [`AmgHierarchy::build`] and [`AmgHierarchy::build_on_device`], and
+    /// [`CgError::Backend`] when an upload fails.
     pub fn build(backend: &B, a: &CsrMatrix<T>, params: &AmgParams) -> std::result::Result<Self, CgError> {
-        let hierarchy = AmgHierarchy::build_at(&a.cast::<f64>(), params, setup_context(backend, params)?)?;
-        Self::on_backend(backend, hierarchy)
+        let a = a.cast::<f64>();
+        match setup_context(backend, params)? {
+            Some(ctx) => Self::on_backend_resident(backend, ctx, kept(build_resident(ctx, &a, params, false, None))?),
+            None => Self::on_backend(backend, kept(build_on_host(&a, params, false, None))?.into()),
+        }
     }
 
     /// Puts a hierarchy built on the host on `backend`.
@@ -758,29 +953,65 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let mut info = hierarchy.info();
         info.setup_time = hierarchy.setup_time + started.elapsed();
         info.setup_phases.push(("upload of the levels", started.elapsed()));
-        Ok(Amg { hierarchy, cycle, info })
+        let params = hierarchy.params.clone();
+        Ok(Amg { hierarchy: Some(hierarchy), resident: None, params, cycle, info })
+    }
+
+    /// Makes the cycle from a hierarchy built on the GPU of `ctx`, its matrices moved into
+    /// the backend's.
+    fn on_backend_resident(
+        backend: &B,
+        ctx: &'static crate::gpu::Context,
+        built: Built<DeviceCsrParts>,
+    ) -> std::result::Result<Self, CgError> {
+        let started = Instant::now();
+        let mut info = built.info();
+        let coarsenings = built.coarsenings();
+        let params = built.params.clone();
+        let setup_time = built.setup_time;
+        let cycle = make_resident_cycle(backend, ctx, built)?;
+        info.setup_time = setup_time + started.elapsed();
+        info.setup_phases.push(("the levels made the cycle's", started.elapsed()));
+        Ok(Amg { hierarchy: None, resident: Some((ctx, coarsenings)), params, cycle, info })
     }
 
     /// Redoes the numeric setup for `a`, which must have the pattern the preconditioner was
-    /// built on ([`AmgHierarchy::update_values`]), and uploads the new levels.
+    /// built on ([`AmgHierarchy::update_values`]: the same aggregates, new values on every
+    /// level), where the setup first ran, and puts the new levels on the backend.
     ///
     /// # Errors
     ///
     /// Those of [`AmgHierarchy::update_values`]; [`CgError::Backend`] when an upload fails.
     pub fn update_values(&mut self, backend: &B, a: &CsrMatrix<T>) -> std::result::Result<(), CgError> {
         let started = Instant::now();
-        self.hierarchy.update_values(&a.cast::<f64>())?;
-        self.cycle = make_cycle(backend, &self.hierarchy)?;
         let reason = self.info.auto_reason.take();
-        self.info = self.hierarchy.info();
+        match (&mut self.hierarchy, &self.resident) {
+            (Some(h), _) => {
+                h.update_values(&a.cast::<f64>())?;
+                self.cycle = make_cycle(backend, h)?;
+                self.info = h.info();
+            }
+            (None, Some((ctx, coarsenings))) => {
+                let old = self.cycle.fine_matrix().host_matrix().map_err(CgError::from)?;
+                check_pattern(&old, a)?;
+                drop(old);
+                let (ctx, fixed) = (*ctx, coarsenings.clone());
+                let built = kept(build_resident(ctx, &a.cast::<f64>(), &self.params, false, Some(fixed)))?;
+                self.info = built.info();
+                self.cycle = make_resident_cycle(backend, ctx, built)?;
+            }
+            (None, None) => unreachable!("an Amg has a host hierarchy or a device one"),
+        }
         self.info.setup_time = started.elapsed();
+        self.info.setup_phases = vec![("numeric re-setup", self.info.setup_time)];
         self.info.auto_reason = reason;
         Ok(())
     }
 
-    /// The host hierarchy.
-    pub fn hierarchy(&self) -> &AmgHierarchy {
-        &self.hierarchy
+    /// The host hierarchy, when the setup ran on the host (`None` when it ran on a GPU,
+    /// whose levels stay there: [`AmgHierarchy::build_on_device`] makes a host copy).
+    pub fn hierarchy(&self) -> Option<&AmgHierarchy> {
+        self.hierarchy.as_ref()
     }
 
     /// Levels, complexities, setup time and smoother, for reports.
@@ -809,38 +1040,80 @@ fn setup_context<T: Scalar, B: Backend<T>>(
     })
 }
 
-/// Builds the cycle of `h` on `backend`.
+/// The smoother's steps of a level whose `rho(D^-1 A)` estimate is `rho`.
+fn smoother_steps(smoother: Smoother, rho: f64) -> Steps {
+    match smoother {
+        Smoother::Chebyshev { degree } => {
+            Steps::Chebyshev(chebyshev_coefficients(rho * CHEBYSHEV_LOWER, rho * CHEBYSHEV_UPPER, degree))
+        }
+        Smoother::L1Jacobi { sweeps } => Steps::L1Jacobi(sweeps),
+    }
+}
+
+/// Builds the cycle of the host hierarchy `h` on `backend`.
 fn make_cycle<T: Scalar, B: Backend<T>>(backend: &B, h: &AmgHierarchy) -> Result<Cycle<T, B>> {
     let cast = |v: Vec<f64>| -> Vec<T> { v.into_iter().map(T::from_f64).collect() };
-    let specs = h
-        .levels
-        .iter()
-        .map(|l| {
-            let (steps, dinv) = match h.params.smoother {
-                Smoother::Chebyshev { degree } => (
-                    Steps::Chebyshev(chebyshev_coefficients(l.rho * CHEBYSHEV_LOWER, l.rho * CHEBYSHEV_UPPER, degree)),
-                    host_setup::inverse_diagonal(&l.a),
-                ),
-                Smoother::L1Jacobi { sweeps } => (Steps::L1Jacobi(sweeps), host_setup::inverse_l1_diagonal(&l.a)),
-            };
-            LevelSpec {
-                a: l.a.cast::<T>(),
-                dinv: cast(dinv),
-                steps,
-                transfer: l.transfer.as_ref().map(|t| (t.p.cast::<T>(), t.r.cast::<T>())),
+    let mut specs = Vec::with_capacity(h.levels.len());
+    for l in h.levels.iter().map(|l| &l.0) {
+        let dinv = match h.params.smoother {
+            Smoother::Chebyshev { .. } => host_setup::inverse_diagonal(&l.a),
+            Smoother::L1Jacobi { .. } => host_setup::inverse_l1_diagonal(&l.a),
+        };
+        let transfer = match &l.transfer {
+            Some(t) => Some((backend.matrix(&t.p.cast::<T>())?, backend.matrix(&t.r.cast::<T>())?)),
+            None => None,
+        };
+        specs.push(LevelSpec {
+            a: backend.matrix(&l.a.cast::<T>())?,
+            dinv: backend.upload(&cast(dinv))?,
+            steps: smoother_steps(h.params.smoother, l.rho),
+            transfer,
+        });
+    }
+    let inverse = h.coarse_inverse.as_ref().map(|c| backend.matrix(&c.cast::<T>())).transpose()?;
+    Cycle::new(backend, specs, inverse)
+}
+
+/// Builds the cycle of a hierarchy made on the GPU of `ctx`, moving its matrices into the
+/// backend's ([`Backend::amg_matrix`]; on the device no copy goes through the host).
+fn make_resident_cycle<T: Scalar, B: Backend<T>>(
+    backend: &B,
+    ctx: &'static crate::gpu::Context,
+    built: Built<DeviceCsrParts>,
+) -> Result<Cycle<T, B>> {
+    let smoother = built.params.smoother;
+    let mut specs = Vec::with_capacity(built.levels.len());
+    for (l, level) in built.levels.into_iter().enumerate() {
+        let dinv = match smoother {
+            Smoother::Chebyshev { .. } => device_setup::inverse_diagonal(ctx, &level.a)?,
+            Smoother::L1Jacobi { .. } => device_setup::inverse_l1_diagonal(ctx, &level.a)?,
+        };
+        let transfer = match level.transfer {
+            Some(t) => {
+                drop(t.p_tent);
+                let p = backend.amg_matrix(AmgDeviceMatrix { parts: t.p, what: format!("AMG level {l} P") })?;
+                let r = backend.amg_matrix(AmgDeviceMatrix { parts: t.r, what: format!("AMG level {l} R") })?;
+                Some((p, r))
             }
-        })
-        .collect();
-    let inverse = h.coarse_inverse.as_ref().map(|c| c.cast::<T>());
-    Cycle::new(backend, specs, inverse.as_ref())
+            None => None,
+        };
+        specs.push(LevelSpec {
+            a: backend.amg_matrix(AmgDeviceMatrix { parts: level.a, what: format!("AMG level {l} A") })?,
+            dinv: backend.amg_vector(AmgDeviceVector(dinv))?,
+            steps: smoother_steps(smoother, level.rho),
+            transfer,
+        });
+    }
+    let inverse = built.coarse_inverse.as_ref().map(|c| backend.matrix(&c.cast::<T>())).transpose()?;
+    Cycle::new(backend, specs, inverse)
 }
 
 /// Builds what [`PreconditionerKind::Auto`] chooses for `a`: the AMG preconditioner when it
 /// is kept (`Some`), with the choice and its reason. First [`auto_precheck`] (row statistics
-/// only); then AMG is built and given up for Jacobi when its first level coarsens by less
-/// than [`AUTO_MIN_COARSENING`] or its operator complexity passes
-/// [`AUTO_MAX_OPERATOR_COMPLEXITY`] (the setup stops as soon as either is seen), or when
-/// its coarsest system is not positive definite.
+/// only); then AMG is built (where `params.setup` says, as [`Amg::build`]) and given up for
+/// Jacobi when its first level coarsens by less than [`AUTO_MIN_COARSENING`] or its operator
+/// complexity passes [`AUTO_MAX_OPERATOR_COMPLEXITY`] (the setup stops as soon as either is
+/// seen), or when its coarsest system is not positive definite.
 ///
 /// # Errors
 ///
@@ -854,19 +1127,27 @@ pub fn build_auto<T: Scalar, B: Backend<T>>(
         return Ok((None, choice));
     }
     let jacobi = |reason: String| AutoChoice { chosen: PreconditionerKind::Jacobi, reason };
-    let built = match AmgHierarchy::build_inner(&a.cast::<f64>(), params, true, setup_context(backend, params)?) {
-        Ok(Ok(h)) => h,
-        Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
-        // a coarsest system that is not positive definite: CG would break down with AMG
-        Err(CgError::CoarseNotPositiveDefinite { level, .. }) => {
-            return Ok((
-                None,
-                jacobi(format!("AMG's coarsest system (level {level}) is not positive definite: Jacobi instead")),
-            ))
-        }
-        Err(e) => return Err(e),
+    let a = a.cast::<f64>();
+    let ctx = setup_context(backend, params)?;
+    // a coarsest system that is not positive definite: CG would break down with AMG
+    let not_pd = |level: usize| {
+        jacobi(format!("AMG's coarsest system (level {level}) is not positive definite: Jacobi instead"))
     };
-    let info = built.info();
+    let mut amg = match ctx {
+        Some(ctx) => match build_resident(ctx, &a, params, true, None) {
+            Ok(Ok(b)) => Amg::on_backend_resident(backend, ctx, b)?,
+            Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
+            Err(CgError::CoarseNotPositiveDefinite { level, .. }) => return Ok((None, not_pd(level))),
+            Err(e) => return Err(e),
+        },
+        None => match build_on_host(&a, params, true, None) {
+            Ok(Ok(b)) => Amg::on_backend(backend, b.into())?,
+            Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
+            Err(CgError::CoarseNotPositiveDefinite { level, .. }) => return Ok((None, not_pd(level))),
+            Err(e) => return Err(e),
+        },
+    };
+    let info = amg.info();
     let reason = format!(
         "AMG: {} levels, coarsening {:.1}x at the first, operator complexity {:.2} (at most \
          {AUTO_MAX_OPERATOR_COMPLEXITY})",
@@ -874,7 +1155,6 @@ pub fn build_auto<T: Scalar, B: Backend<T>>(
         info.levels[0].rows as f64 / info.levels.get(1).map_or(1, |l| l.rows.max(1)) as f64,
         info.operator_complexity
     );
-    let mut amg = Amg::on_backend(backend, built)?;
     amg.set_auto_reason(reason.clone());
     Ok((Some(amg), AutoChoice { chosen: PreconditionerKind::Amg, reason }))
 }

@@ -1,7 +1,7 @@
-//! Where the setup's steps run: [`HostSteps`] (host_setup.rs, rayon) or [`DeviceSteps`]
-//! (device_setup.rs, the GPU). [`AmgHierarchy::build`](super::AmgHierarchy::build) walks
-//! the levels with one of them; both make the same aggregates and prolongator patterns,
-//! and values equal up to the grouping of the power method's sums.
+//! Where the setup's steps run: [`HostSteps`] (host_setup.rs, rayon) on host matrices, or
+//! [`DeviceSteps`] (device_setup.rs, the GPU) on matrices that stay on the device. The
+//! hierarchy's build walks the levels with one of them; both make the same aggregates and
+//! prolongator patterns, and values equal up to the grouping of the power method's sums.
 
 use super::device_setup::{self, DeviceCsrParts};
 use super::host_setup::{self, Pattern};
@@ -9,9 +9,38 @@ use crate::gpu::kernels::amg::DeviceArray;
 use crate::gpu::Context;
 use crate::{CsrMatrix, Result};
 
+/// The sizes of a level's matrix, wherever it is stored.
+pub(super) trait LevelMatrix {
+    /// Rows.
+    fn nrows(&self) -> usize;
+    /// Stored entries.
+    fn nnz(&self) -> usize;
+}
+
+impl LevelMatrix for CsrMatrix<f64> {
+    fn nrows(&self) -> usize {
+        CsrMatrix::nrows(self)
+    }
+
+    fn nnz(&self) -> usize {
+        CsrMatrix::nnz(self)
+    }
+}
+
+impl LevelMatrix for DeviceCsrParts {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    fn nnz(&self) -> usize {
+        DeviceCsrParts::nnz(self)
+    }
+}
+
 /// What coarsening one level gives: the strength graph and the MIS-2 states (on the host
 /// only: the device setup keeps them on the device), the aggregate of every node and their
 /// count.
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct Coarsening {
     pub(super) strength: Option<Pattern>,
     pub(super) states: Option<Vec<u8>>,
@@ -21,32 +50,37 @@ pub(super) struct Coarsening {
 
 /// The operators from one level to the next: the tentative and smoothed prolongators, the
 /// restriction, the coarse matrix and the coarse near-nullspace.
-pub(super) struct Operators {
-    pub(super) p_tent: CsrMatrix<f64>,
+pub(super) struct Operators<M> {
+    pub(super) p_tent: M,
     pub(super) bc: Vec<f64>,
-    pub(super) p: CsrMatrix<f64>,
-    pub(super) r: CsrMatrix<f64>,
-    pub(super) ac: CsrMatrix<f64>,
+    pub(super) p: M,
+    pub(super) r: M,
+    pub(super) ac: M,
 }
 
 /// The setup steps of one level, called in this order for each level: [`Self::rho`], then
-/// (on all but the coarsest) [`Self::coarsen`] and [`Self::operators`], whose coarse
-/// matrix is the next level's `a`.
+/// (on all but the coarsest) [`Self::coarsen`] (unless the aggregates are given: a numeric
+/// re-setup) and [`Self::operators`], whose coarse matrix is the next level's `a`.
 pub(super) trait LevelSteps {
+    /// Where the level matrices are.
+    type Matrix: LevelMatrix;
     /// `rho(D^-1 A)` (the power-method estimate) of the level's matrix `a`.
-    fn rho(&mut self, a: &CsrMatrix<f64>) -> Result<f64>;
+    fn rho(&mut self, a: &Self::Matrix) -> Result<f64>;
     /// Strength, MIS-2 and aggregates of the level's matrix.
-    fn coarsen(&mut self, a: &CsrMatrix<f64>, theta: f64, bs: usize) -> Result<Coarsening>;
-    /// The transfer operators and the coarse matrix from the aggregates of [`Self::coarsen`].
+    fn coarsen(&mut self, a: &Self::Matrix, theta: f64, bs: usize) -> Result<Coarsening>;
+    /// The transfer operators and the coarse matrix from the aggregates of `c`.
+    #[allow(clippy::too_many_arguments)]
     fn operators(
         &mut self,
-        a: &CsrMatrix<f64>,
+        a: &Self::Matrix,
         c: &Coarsening,
         bs: usize,
         b: &[f64],
         k: usize,
         rho: f64,
-    ) -> Result<Operators>;
+    ) -> Result<Operators<Self::Matrix>>;
+    /// The coarsest level's matrix on the host (for its dense inverse).
+    fn to_host(&mut self, a: &Self::Matrix) -> Result<CsrMatrix<f64>>;
     /// Time spent copying results to the host (none on the host).
     fn download_time(&self) -> std::time::Duration {
         std::time::Duration::ZERO
@@ -60,6 +94,8 @@ pub(super) struct HostSteps {
 }
 
 impl LevelSteps for HostSteps {
+    type Matrix = CsrMatrix<f64>;
+
     fn rho(&mut self, a: &CsrMatrix<f64>) -> Result<f64> {
         self.dinv = host_setup::inverse_diagonal(a);
         Ok(host_setup::spectral_radius(a, &self.dinv))
@@ -80,21 +116,25 @@ impl LevelSteps for HostSteps {
         b: &[f64],
         k: usize,
         rho: f64,
-    ) -> Result<Operators> {
+    ) -> Result<Operators<CsrMatrix<f64>>> {
         let (p_tent, bc) = host_setup::tentative(&c.aggregates, c.count, bs, b, k);
         let p = host_setup::smooth_prolongator(a, &self.dinv, rho, &p_tent)?;
         let (r, ac) = host_setup::galerkin(a, &p)?;
         Ok(Operators { p_tent, bc, p, r, ac })
     }
+
+    fn to_host(&mut self, a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>> {
+        Ok(a.clone())
+    }
 }
 
-/// The steps on the device (device_setup.rs): the level's matrix stays on the device from
-/// one step to the next (level 0 is uploaded once; each coarse matrix is made there), and
-/// the results are downloaded for the host hierarchy.
+/// The steps on the device (device_setup.rs): each level's matrix is made there (level 0 is
+/// uploaded once by the caller) and stays there; only the aggregates (for a numeric
+/// re-setup) and the coarsest matrix (for its dense inverse) are copied to the host.
 pub(super) struct DeviceSteps {
     ctx: &'static Context,
-    /// The current level's matrix on the device, and its inverse diagonal.
-    level: Option<(DeviceCsrParts, DeviceArray<f64>)>,
+    /// The current level's inverse diagonal, from [`LevelSteps::rho`].
+    dinv: Option<DeviceArray<f64>>,
     /// The aggregates of the current level, from [`LevelSteps::coarsen`].
     aggregates: Option<DeviceArray<u32>>,
     /// Time spent in downloads.
@@ -103,69 +143,75 @@ pub(super) struct DeviceSteps {
 
 impl DeviceSteps {
     pub(super) fn new(ctx: &'static Context) -> Self {
-        DeviceSteps { ctx, level: None, aggregates: None, downloads: std::time::Duration::ZERO }
+        DeviceSteps { ctx, dinv: None, aggregates: None, downloads: std::time::Duration::ZERO }
     }
 
-    /// The current level on the device, uploading `a` when there is none yet.
-    fn level(&mut self, a: &CsrMatrix<f64>) -> Result<&(DeviceCsrParts, DeviceArray<f64>)> {
-        if self.level.is_none() {
-            let da = DeviceCsrParts::upload(self.ctx, a)?;
-            let dinv = device_setup::inverse_diagonal(self.ctx, &da)?;
-            self.level = Some((da, dinv));
+    /// The inverse diagonal of `a`, made by [`LevelSteps::rho`] or now.
+    fn dinv(&mut self, a: &DeviceCsrParts) -> Result<&DeviceArray<f64>> {
+        if !matches!(&self.dinv, Some(d) if d.len() == a.nrows) {
+            self.dinv = Some(device_setup::inverse_diagonal(self.ctx, a)?);
         }
-        Ok(self.level.as_ref().expect("set above"))
+        Ok(self.dinv.as_ref().expect("set above"))
+    }
+
+    /// Runs `f`, counting its time as downloads (after the queued work is done).
+    fn download<R>(&mut self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.ctx.synchronize()?;
+        let t = std::time::Instant::now();
+        let r = f();
+        self.downloads += t.elapsed();
+        r
     }
 }
 
 impl LevelSteps for DeviceSteps {
-    fn rho(&mut self, a: &CsrMatrix<f64>) -> Result<f64> {
+    type Matrix = DeviceCsrParts;
+
+    fn rho(&mut self, a: &DeviceCsrParts) -> Result<f64> {
+        self.dinv = None;
         let ctx = self.ctx;
-        let (da, dinv) = self.level(a)?;
-        device_setup::spectral_radius(ctx, da, dinv)
+        let dinv = self.dinv(a)?;
+        device_setup::spectral_radius(ctx, a, dinv)
     }
 
     fn download_time(&self) -> std::time::Duration {
         self.downloads
     }
 
-    fn coarsen(&mut self, a: &CsrMatrix<f64>, theta: f64, bs: usize) -> Result<Coarsening> {
+    fn coarsen(&mut self, a: &DeviceCsrParts, theta: f64, bs: usize) -> Result<Coarsening> {
         let ctx = self.ctx;
-        let (da, _) = self.level(a)?;
-        let ds = device_setup::strength(ctx, da, theta, bs)?;
+        let ds = device_setup::strength(ctx, a, theta, bs)?;
         let m = device_setup::mis2(ctx, &ds)?;
         let (dagg, count) = device_setup::aggregate_from(ctx, &ds, m)?;
-        ctx.synchronize()?;
-        let t = std::time::Instant::now();
-        let aggregates = dagg.to_vec("the aggregates")?;
-        self.downloads += t.elapsed();
+        let aggregates = self.download(|| dagg.to_vec("the aggregates"))?;
         self.aggregates = Some(dagg);
         Ok(Coarsening { strength: None, states: None, aggregates, count })
     }
 
     fn operators(
         &mut self,
-        a: &CsrMatrix<f64>,
+        a: &DeviceCsrParts,
         c: &Coarsening,
         bs: usize,
         b: &[f64],
         k: usize,
         rho: f64,
-    ) -> Result<Operators> {
+    ) -> Result<Operators<DeviceCsrParts>> {
         let ctx = self.ctx;
         let dagg = match self.aggregates.take() {
-            Some(d) => d,
-            None => DeviceArray::from_slice(ctx, &c.aggregates, "the aggregates")?,
+            Some(d) if d.len() == c.aggregates.len() => d,
+            _ => DeviceArray::from_slice(ctx, &c.aggregates, "the aggregates")?,
         };
-        let (da, dinv) = self.level(a)?;
-        let (dpt, bc) = device_setup::tentative(ctx, &dagg, c.count, bs, b, k)?;
-        let dp = device_setup::smooth_prolongator(ctx, da, dinv, rho, &dpt)?;
-        let (dr, dac) = device_setup::galerkin(ctx, da, &dp)?;
-        ctx.synchronize()?;
-        let t = std::time::Instant::now();
-        let ops = Operators { p_tent: dpt.download()?, bc, p: dp.download()?, r: dr.download()?, ac: dac.download()? };
-        self.downloads += t.elapsed();
-        let dinv_c = device_setup::inverse_diagonal(ctx, &dac)?;
-        self.level = Some((dac, dinv_c));
-        Ok(ops)
+        let (p_tent, bc) = device_setup::tentative(ctx, &dagg, c.count, bs, b, k)?;
+        drop(dagg);
+        let dinv = self.dinv(a)?;
+        let p = device_setup::smooth_prolongator(ctx, a, dinv, rho, &p_tent)?;
+        let (r, ac) = device_setup::galerkin(ctx, a, &p)?;
+        self.dinv = None;
+        Ok(Operators { p_tent, bc, p, r, ac })
+    }
+
+    fn to_host(&mut self, a: &DeviceCsrParts) -> Result<CsrMatrix<f64>> {
+        self.download(|| a.download())
     }
 }
