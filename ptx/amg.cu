@@ -545,25 +545,10 @@ __device__ void amg_power_init(unsigned n, double* __restrict__ v) {
     GRID_STRIDE(i, n) { v[i] = 1.0 + (double)node_hash((unsigned)i) / 4294967296.0; }
 }
 
-// One step from v scaled by s: u = s v, w = A u (one thread per row), out = dinv .* w; and
-// per block b, in a fixed order (so the sums repeat bit for bit): partials[3b] = sum u_i w_i,
-// partials[3b + 1] = sum u_i^2 / dinv_i (over dinv_i != 0), partials[3b + 2] = sum out_i^2.
-// The host adds the blocks' sums in block order.
-__device__ void amg_power_step(unsigned n, const unsigned* __restrict__ off, const unsigned* __restrict__ cols,
-                               const double* __restrict__ vals, const double* __restrict__ dinv, double s,
-                               const double* __restrict__ v, double* __restrict__ out,
-                               double* __restrict__ partials) {
+// The block's sums of the power step's three per-thread sums, in a fixed tree, into
+// partials[3 blockIdx.x ..]; every thread of the block calls it.
+__device__ void power_block_sums(double vw, double vdv, double nn, double* __restrict__ partials) {
     __shared__ double sums[3][SPGPU_BLOCK];
-    double vw = 0.0, vdv = 0.0, nn = 0.0;
-    GRID_STRIDE(i, n) {
-        double w = 0.0;
-        for (unsigned k = off[i], end = off[i + 1]; k < end; ++k) w += vals[k] * (s * v[cols[k]]);
-        const double u = s * v[i], d = dinv[i], o = d * w;
-        vw += u * w;
-        if (d != 0.0) vdv += u * u / d;
-        nn += o * o;
-        out[i] = o;
-    }
     sums[0][threadIdx.x] = vw;
     sums[1][threadIdx.x] = vdv;
     sums[2][threadIdx.x] = nn;
@@ -575,6 +560,54 @@ __device__ void amg_power_step(unsigned n, const unsigned* __restrict__ off, con
         __syncthreads();
     }
     if (threadIdx.x < 3) partials[3 * blockIdx.x + threadIdx.x] = sums[threadIdx.x][0];
+}
+
+// One step from v scaled by s: u = s v, w = A u (one thread per row), out = dinv .* w; and
+// per block b, in a fixed order (so the sums repeat bit for bit): partials[3b] = sum u_i w_i,
+// partials[3b + 1] = sum u_i^2 / dinv_i (over dinv_i != 0), partials[3b + 2] = sum out_i^2.
+// The host adds the blocks' sums in block order.
+__device__ void amg_power_step(unsigned n, const unsigned* __restrict__ off, const unsigned* __restrict__ cols,
+                               const double* __restrict__ vals, const double* __restrict__ dinv, double s,
+                               const double* __restrict__ v, double* __restrict__ out,
+                               double* __restrict__ partials) {
+    double vw = 0.0, vdv = 0.0, nn = 0.0;
+    GRID_STRIDE(i, n) {
+        double w = 0.0;
+        for (unsigned k = off[i], end = off[i + 1]; k < end; ++k) w += vals[k] * (s * v[cols[k]]);
+        const double u = s * v[i], d = dinv[i], o = d * w;
+        vw += u * w;
+        if (d != 0.0) vdv += u * u / d;
+        nn += o * o;
+        out[i] = o;
+    }
+    power_block_sums(vw, vdv, nn, partials);
+}
+
+// The power step with a group of g threads per row (g a power of two, 2 to 32, for long
+// rows): the lanes sum the row's products in strides of g, the group adds them by shuffles
+// in a fixed tree, and lane 0 goes on as amg_power_step's thread; the block sums as there.
+__device__ void amg_power_step_group(unsigned n, unsigned g, const unsigned* __restrict__ off,
+                                     const unsigned* __restrict__ cols, const double* __restrict__ vals,
+                                     const double* __restrict__ dinv, double s, const double* __restrict__ v,
+                                     double* __restrict__ out, double* __restrict__ partials) {
+    const unsigned l = threadIdx.x & (g - 1u);
+    const unsigned mask = g == 32u ? 0xffffffffu : (((1u << g) - 1u) << ((threadIdx.x & 31u) & ~(g - 1u)));
+    double vw = 0.0, vdv = 0.0, nn = 0.0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
+    for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < n; r += stride) {
+        const unsigned i = (unsigned)r;
+        double w = 0.0;
+        for (unsigned k = off[i] + l, end = off[i + 1]; k < end; k += g) w += vals[k] * (s * v[cols[k]]);
+        for (unsigned h = g / 2; h > 0; h >>= 1) w += __shfl_down_sync(mask, w, h, g);
+        if (l == 0) {
+            const double u = s * v[i], d = dinv[i], o = d * w;
+            vw += u * w;
+            if (d != 0.0) vdv += u * u / d;
+            nn += o * o;
+            out[i] = o;
+        }
+    }
+    power_block_sums(vw, vdv, nn, partials);
 }
 
 // ---- SpGEMM C = A B (CSR, f64), deterministic ----
@@ -679,6 +712,86 @@ __device__ void amg_spgemm_numeric(unsigned m, const unsigned* __restrict__ a_of
     }
 }
 
+// The group versions of the two passes, for rows whose products come in long runs (the
+// rows of B): a group of g threads (g a power of two, 2 to 32) per row of C, its lanes
+// taking the entries of each row of B in turn (lane l the entries l, l + g, ...). The
+// row's id is the thread's index over g; the groups of a warp are independent, each
+// synchronizing only its own lanes.
+
+// The lanes of the calling thread's group of g (a power of two at most 32) within its warp.
+__device__ __forceinline__ unsigned group_mask(unsigned g) {
+    const unsigned lane = threadIdx.x & 31u;
+    return g == 32u ? 0xffffffffu : (((1u << g) - 1u) << (lane & ~(g - 1u)));
+}
+
+// Symbolic pass by groups: the lanes insert the columns into the row's table with an integer
+// compare-and-swap (the set of columns, and so their count, does not depend on the order),
+// and lane 0 writes the count, summed over the lanes by shuffles.
+__device__ void amg_spgemm_symbolic_group(unsigned m, unsigned g, const unsigned* __restrict__ a_off,
+                                          const unsigned* __restrict__ a_cols, const unsigned* __restrict__ b_off,
+                                          const unsigned* __restrict__ b_cols, const unsigned* __restrict__ t_off,
+                                          unsigned* __restrict__ table, unsigned* __restrict__ counts) {
+    const unsigned mask = group_mask(g), l = threadIdx.x & (g - 1u);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
+    for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < m; r += stride) {
+        const unsigned i = (unsigned)r;
+        unsigned* t = table + t_off[i];
+        const unsigned size = t_off[i + 1] - t_off[i];
+        unsigned distinct = 0;
+        for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
+            const unsigned j = a_cols[k];
+            for (unsigned q = b_off[j] + l, qend = b_off[j + 1]; q < qend; q += g) {
+                const unsigned c = b_cols[q];
+                unsigned s = table_start(c, size);
+                while (true) {
+                    const unsigned old = atomicCAS(t + s, AMG_NONE, c);
+                    if (old == AMG_NONE) {
+                        ++distinct;
+                        break;
+                    }
+                    if (old == c) break;
+                    s = (s + 1) & (size - 1);
+                }
+            }
+        }
+        for (unsigned h = g / 2; h > 0; h >>= 1) distinct += __shfl_down_sync(mask, distinct, h, g);
+        if (l == 0) counts[i] = distinct;
+    }
+}
+
+// Numeric pass by groups, in the host's order: for each entry a_ij of row i in order, the
+// lanes add the products with the entries of row j of B, whose columns are distinct, so no
+// two lanes touch one value in a step; the group synchronizes between steps. Each value is
+// the sum of its products in the order of the entries of row i, as the host sums it.
+__device__ void amg_spgemm_numeric_group(unsigned m, unsigned g, const unsigned* __restrict__ a_off,
+                                         const unsigned* __restrict__ a_cols, const double* __restrict__ a_vals,
+                                         const unsigned* __restrict__ b_off, const unsigned* __restrict__ b_cols,
+                                         const double* __restrict__ b_vals, const unsigned* __restrict__ c_off,
+                                         const unsigned* __restrict__ c_cols, double* c_vals) {
+    const unsigned mask = group_mask(g), l = threadIdx.x & (g - 1u);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
+    for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < m; r += stride) {
+        const unsigned i = (unsigned)r;
+        const unsigned lo = c_off[i], len = c_off[i + 1] - lo;
+        for (unsigned p = l; p < len; p += g) c_vals[lo + p] = -0.0;
+        __syncwarp(mask);
+        for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
+            const unsigned j = a_cols[k];
+            const double aij = a_vals[k];
+            for (unsigned q = b_off[j] + l, qend = b_off[j + 1]; q < qend; q += g) {
+                const unsigned c = b_cols[q];
+                unsigned lo2 = 0, h = len;
+                while (h - lo2 > 1) {
+                    const unsigned mid = (lo2 + h) >> 1;
+                    if (c_cols[lo + mid] <= c) lo2 = mid; else h = mid;
+                }
+                c_vals[lo + lo2] = __dadd_rn(c_vals[lo + lo2], __dmul_rn(aij, b_vals[q]));
+            }
+            __syncwarp(mask);
+        }
+    }
+}
+
 // ---- step 4: prolongator smoothing ----
 
 // p_vals = the values of P = P_tent - (omega * dinv_i) (A P_tent) on the structure of A P_tent
@@ -720,6 +833,21 @@ __device__ void amg_l1_diagonal(unsigned n, const unsigned* __restrict__ off, co
 // out[i] = in[i] rounded to the nearest float (the cycle's f32 copies of the f64 setup).
 __device__ void amg_to_f32(unsigned n, const double* __restrict__ in, float* __restrict__ out) {
     GRID_STRIDE(i, n) { out[i] = __double2float_rn(in[i]); }
+}
+
+// far[0] = 1 when an entry lies farther than 32767 from its row (|c - i| > 32767): then an
+// ELL form of the matrix cannot store its columns as 16-bit offsets.
+__device__ void amg_far_columns(unsigned n, const unsigned* __restrict__ off, const unsigned* __restrict__ cols,
+                                unsigned* __restrict__ far) {
+    GRID_STRIDE(i, n) {
+        for (unsigned k = off[i], end = off[i + 1]; k < end; ++k) {
+            const long long d = (long long)cols[k] - (long long)i;
+            if (d > 32767 || d < -32767) {
+                atomicExch(far, 1u);
+                break;
+            }
+        }
+    }
 }
 
 typedef const unsigned* cu32;
@@ -807,11 +935,19 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_power_step_f64(unsigned n, cu
                                                                  double* partials) {
     amg_power_step(n, off, cols, vals, dinv, s, v, out, partials);
 }
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_power_step_group_f64(unsigned n, unsigned g, cu32 off, cu32 cols,
+                                                                       cf64 vals, cf64 dinv, double s, cf64 v,
+                                                                       double* out, double* partials) {
+    amg_power_step_group(n, g, off, cols, vals, dinv, s, v, out, partials);
+}
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_l1_diagonal_f64(unsigned n, cu32 off, cf64 vals, double* dinv) {
     amg_l1_diagonal(n, off, vals, dinv);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_to_f32_f64(unsigned n, cf64 in, float* out) {
     amg_to_f32(n, in, out);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_far_columns_u32(unsigned n, cu32 off, cu32 cols, unsigned* far) {
+    amg_far_columns(n, off, cols, far);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_count_columns_u32(unsigned nnz, cu32 cols, unsigned* counts) {
     amg_count_columns(nnz, cols, counts);
@@ -841,6 +977,17 @@ __global__ void __launch_bounds__(SPGPU_BLOCK)
     amg_spgemm_numeric_f64(unsigned m, cu32 a_off, cu32 a_cols, cf64 a_vals, cu32 b_off, cu32 b_cols, cf64 b_vals,
                            cu32 c_off, cu32 c_cols, double* c_vals) {
     amg_spgemm_numeric(m, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_symbolic_group_u32(unsigned m, unsigned g, cu32 a_off,
+                                                                            cu32 a_cols, cu32 b_off, cu32 b_cols,
+                                                                            cu32 t_off, unsigned* table,
+                                                                            unsigned* counts) {
+    amg_spgemm_symbolic_group(m, g, a_off, a_cols, b_off, b_cols, t_off, table, counts);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK)
+    amg_spgemm_numeric_group_f64(unsigned m, unsigned g, cu32 a_off, cu32 a_cols, cf64 a_vals, cu32 b_off,
+                                 cu32 b_cols, cf64 b_vals, cu32 c_off, cu32 c_cols, double* c_vals) {
+    amg_spgemm_numeric_group(m, g, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK)
     amg_smooth_values_f64(unsigned n, double omega, cf64 dinv, cu32 pt_off, cu32 pt_cols, cf64 pt_vals, cu32 ap_off,

@@ -451,10 +451,11 @@ impl<T: Scalar> Backend<T> for Device {
 
     /// Keeps the setup's arrays where they are: the values move when `T` is `f64` and are
     /// rounded on the device for `f32`; only the offsets are read back, for the plan's row
-    /// statistics.
+    /// statistics. Where the plan picks ELL, the slots are made on the device from them.
     fn amg_matrix(&self, m: AmgDeviceMatrix) -> Result<DeviceCsr<T>> {
         let AmgDeviceMatrix { parts, what } = m;
         let host_offsets = parts.offsets.to_vec("the AMG matrix offsets")?;
+        let narrow = !amg_kernels::has_far_columns(self.ctx, &parts.view())?;
         let values = values_in::<T>(self.ctx, parts.vals)?;
         let offsets = parts.offsets.into_memory().expect("CSR offsets have nrows + 1 >= 1 elements");
         DeviceCsr::from_csr_arrays(
@@ -465,6 +466,7 @@ impl<T: Scalar> Backend<T> for Device {
             offsets,
             parts.cols.into_memory(),
             values,
+            narrow,
             &what,
         )
     }

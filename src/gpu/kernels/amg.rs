@@ -226,10 +226,14 @@ pub(crate) enum SetupKernel {
     PowerStep,
     L1Diagonal,
     ToF32,
+    FarColumns,
+    SpgemmSymbolicGroup,
+    SpgemmNumericGroup,
+    PowerStepGroup,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 32] = [
+    pub(crate) const ALL: [SetupKernel; 36] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -262,6 +266,10 @@ impl SetupKernel {
         SetupKernel::PowerStep,
         SetupKernel::L1Diagonal,
         SetupKernel::ToF32,
+        SetupKernel::FarColumns,
+        SetupKernel::SpgemmSymbolicGroup,
+        SetupKernel::SpgemmNumericGroup,
+        SetupKernel::PowerStepGroup,
     ];
 }
 
@@ -302,6 +310,10 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::PowerStep => "amg_power_step_f64",
         SetupKernel::L1Diagonal => "amg_l1_diagonal_f64",
         SetupKernel::ToF32 => "amg_to_f32_f64",
+        SetupKernel::FarColumns => "amg_far_columns_u32",
+        SetupKernel::SpgemmSymbolicGroup => "amg_spgemm_symbolic_group_u32",
+        SetupKernel::SpgemmNumericGroup => "amg_spgemm_numeric_group_f64",
+        SetupKernel::PowerStepGroup => "amg_power_step_group_f64",
     }
 }
 
@@ -864,10 +876,12 @@ pub(crate) fn spgemm_symbolic(
     ctx: &Context,
     a: &CsrView<'_>,
     b: &CsrView<'_>,
+    group: u32,
     t_off: &DeviceArray<u32>,
     table: &mut DeviceArray<u32>,
     counts: &mut DeviceArray<u32>,
 ) -> Result<()> {
+    check_group(group)?;
     a.check("amg spgemm: the arrays of A")?;
     b.check("amg spgemm: the arrays of B")?;
     check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
@@ -876,8 +890,9 @@ pub(crate) fn spgemm_symbolic(
     if a.nrows == 0 {
         return Ok(());
     }
-    let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
-    let f = setup_function(ctx, SetupKernel::SpgemmSymbolic)?;
+    let (m, grid) = group_grid(a.nrows, group)?;
+    let kernel = if group == 1 { SetupKernel::SpgemmSymbolic } else { SetupKernel::SpgemmSymbolicGroup };
+    let f = setup_function(ctx, kernel)?;
     let (stream, ao, ac, bo, bc, to, t, c) = (
         ctx.stream(),
         a.offsets.ptr(),
@@ -893,9 +908,40 @@ pub(crate) fn spgemm_symbolic(
     // unsigned* counts); t_off is the scan of the table sizes (each a power of two at least
     // twice the row's distinct columns, so a probe always finds an empty slot or the
     // column), table has t_off[m] slots (the caller sized it from the scan's total); thread
-    // i touches its own table range and counts[i] only.
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, bc, to, t, c)) }
-        .map_err(setup_error(SetupKernel::SpgemmSymbolic))
+    // i touches its own table range and counts[i] only. The group kernel
+    // (amg_spgemm_symbolic_group_u32, the same arguments after `unsigned g`) runs `group`
+    // threads per row, a power of two dividing the block (checked), which insert into the
+    // row's table with integer compare-and-swap only.
+    let launched = if group == 1 {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, bo, bc, to, t, c)) }
+    } else {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, ao, ac, bo, bc, to, t, c)) }
+    };
+    launched.map_err(setup_error(kernel))
+}
+
+/// Checks a group size of the SpGEMM passes: a power of two from 1 to 32.
+fn check_group(group: u32) -> Result<()> {
+    if group.is_power_of_two() && group <= 32 {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!("amg spgemm: {group} threads per row is not a power of two up to 32")))
+    }
+}
+
+/// The rows (as `u32`) and the grid of a pass with `group` threads per row.
+fn group_grid(rows: usize, group: u32) -> Result<(u32, u32)> {
+    let m = index("AMG rows", rows)?;
+    Ok((m, amg_grid(rows.saturating_mul(group as usize))))
+}
+
+/// The threads per row of C for the passes of `A B`: the power of two at least the mean
+/// length of B's rows (the runs the lanes share), 1 to 32.
+pub(crate) fn spgemm_group(b_rows: usize, b_entries: usize) -> u32 {
+    let mean = b_entries.div_ceil(b_rows.max(1));
+    (mean.max(1).next_power_of_two()).min(32) as u32
 }
 
 /// The columns of `C = A B` (`c_off` the scan of [`spgemm_symbolic`]'s counts), sorted in
@@ -905,12 +951,14 @@ pub(crate) fn spgemm_numeric(
     ctx: &Context,
     a: &CsrView<'_>,
     b: &CsrView<'_>,
+    group: u32,
     t_off: &DeviceArray<u32>,
     table: &DeviceArray<u32>,
     c_off: &DeviceArray<u32>,
     c_cols: &mut DeviceArray<u32>,
     c_vals: &mut DeviceArray<f64>,
 ) -> Result<()> {
+    check_group(group)?;
     a.check("amg spgemm: the arrays of A")?;
     b.check("amg spgemm: the arrays of B")?;
     if a.vals.is_none() || b.vals.is_none() {
@@ -934,16 +982,28 @@ pub(crate) fn spgemm_numeric(
     // own range of c_cols only.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, to, t, co, cc)) }
         .map_err(setup_error(SetupKernel::SpgemmColumns))?;
-    let f = setup_function(ctx, SetupKernel::SpgemmNumeric)?;
+    let kernel = if group == 1 { SetupKernel::SpgemmNumeric } else { SetupKernel::SpgemmNumericGroup };
+    let f = setup_function(ctx, kernel)?;
     let (ao, ac, av, bo, bc, bv) =
         (a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), b.offsets.ptr(), b.cols.ptr(), b.vals_ptr());
     // SAFETY: amg_spgemm_numeric_f64(unsigned m, const unsigned* a_off, const unsigned* a_cols,
     // const double* a_vals, const unsigned* b_off, const unsigned* b_cols, const double*
     // b_vals, const unsigned* c_off, const unsigned* c_cols, double* c_vals); every product's
     // column is in row i of C (the symbolic pass inserted it), so the binary search lands in
-    // the row's range; thread i writes c_vals of its own range only.
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, av, bo, bc, bv, co, cc, cv)) }
-        .map_err(setup_error(SetupKernel::SpgemmNumeric))
+    // the row's range; thread i writes c_vals of its own range only. The group kernel
+    // (amg_spgemm_numeric_group_f64, the same arguments after `unsigned g`) runs `group`
+    // threads per row (a power of two dividing the block, checked), which write c_vals of
+    // their row's range only, never one value from two lanes between two of the group's
+    // barriers (the columns of a row of B are distinct).
+    let (_, grid) = group_grid(a.nrows, group)?;
+    let launched = if group == 1 {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+    } else {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+    };
+    launched.map_err(setup_error(kernel))
 }
 
 /// The values of the smoothed prolongator on the structure of `A P_tent`: entry `(i, c)` is
@@ -1003,8 +1063,19 @@ pub(crate) fn power_init(ctx: &Context, v: &mut DeviceArray<f64>) -> Result<()> 
 }
 
 /// The blocks of [`power_step`]'s grid for `n` rows (its `partials` hold 3 per block).
-pub(crate) fn power_grid(n: usize) -> usize {
-    amg_grid(n) as usize
+pub(crate) fn power_grid(n: usize, group: u32) -> usize {
+    amg_grid(n.saturating_mul(group as usize)) as usize
+}
+
+/// The threads per row of [`power_step`] for a matrix of `rows` and `entries`: one for rows
+/// of fewer than 8 entries on average, else the power of two at least the mean, up to 32.
+pub(crate) fn power_group(rows: usize, entries: usize) -> u32 {
+    let mean = entries.div_ceil(rows.max(1));
+    if mean < 8 {
+        1
+    } else {
+        mean.next_power_of_two().min(32) as u32
+    }
 }
 
 /// One power-method step: `out = D^-1 A (s v)`, and per block of [`power_grid`] the sums
@@ -1014,6 +1085,7 @@ pub(crate) fn power_step(
     ctx: &Context,
     a: &CsrView<'_>,
     dinv: &DeviceArray<f64>,
+    group: u32,
     s: f64,
     v: &DeviceArray<f64>,
     out: &mut DeviceArray<f64>,
@@ -1024,15 +1096,17 @@ pub(crate) fn power_step(
     check_len("amg power method: length of dinv", a.nrows, dinv.len())?;
     check_len("amg power method: length of v", a.nrows, v.len())?;
     check_len("amg power method: length of out", a.nrows, out.len())?;
-    check_len("amg power method: partial sums", 3 * power_grid(a.nrows), partials.len())?;
+    check_group(group)?;
+    check_len("amg power method: partial sums", 3 * power_grid(a.nrows, group), partials.len())?;
     if a.vals.is_none() {
         return Err(Error::InvalidArgument("amg power method: the matrix has no values".into()));
     }
     if a.nrows == 0 {
         return Ok(());
     }
-    let (n, grid) = rows_and_grid("AMG rows", a.nrows)?;
-    let f = setup_function(ctx, SetupKernel::PowerStep)?;
+    let (n, grid) = group_grid(a.nrows, group)?;
+    let kernel = if group == 1 { SetupKernel::PowerStep } else { SetupKernel::PowerStepGroup };
+    let f = setup_function(ctx, kernel)?;
     let (stream, o, c, vals, d, x, y, p) =
         (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), dinv.ptr(), v.ptr(), out.ptr(), partials.ptr());
     // SAFETY: amg_power_step_f64(unsigned n, const unsigned* off, const unsigned* cols, const
@@ -1040,9 +1114,17 @@ pub(crate) fn power_step(
     // partials); off has n + 1 elements bounding cols and vals (checked), every column is
     // below n (square, validated CSR) so v[cols[k]] is in bounds; dinv, v and out have n
     // elements (out borrowed mutably, so distinct from v); block b writes partials[3b..3b+3)
-    // with `grid` blocks and 3 * grid partials (checked).
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, vals, d, s, x, y, p)) }
-        .map_err(setup_error(SetupKernel::PowerStep))
+    // with `grid` blocks and 3 * grid partials (checked). The group kernel
+    // (amg_power_step_group_f64, the same arguments after `unsigned g`) runs `group` threads
+    // per row (a power of two dividing the block, checked) on the same grid of blocks.
+    let launched = if group == 1 {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, vals, d, s, x, y, p)) }
+    } else {
+        // SAFETY: as above.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, group, o, c, vals, d, s, x, y, p)) }
+    };
+    launched.map_err(setup_error(kernel))
 }
 
 /// `dinv[i] = 1 / sum_j |a_ij|` (0 for a row without nonzeros): the l1-Jacobi smoother's
@@ -1063,6 +1145,24 @@ pub(crate) fn l1_diagonal(ctx: &Context, a: &CsrView<'_>, dinv: &mut DeviceArray
     // dinv); off has n + 1 elements bounding vals (checked: validated CSR); dinv has n
     // elements, borrowed mutably; thread i writes element i only.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, v, d)) }.map_err(setup_error(SetupKernel::L1Diagonal))
+}
+
+/// Whether some entry of `a` lies farther than 32767 from its row (then an ELL form cannot
+/// store its columns as 16-bit offsets). Waits for the GPU.
+pub(crate) fn has_far_columns(ctx: &'static Context, a: &CsrView<'_>) -> Result<bool> {
+    a.check("amg far columns: the matrix arrays")?;
+    if a.nrows == 0 || a.cols.is_empty() {
+        return Ok(false);
+    }
+    let far = DeviceArray::<u32>::zeroed(ctx, 1, "the far-column flag")?;
+    let (n, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let f = setup_function(ctx, SetupKernel::FarColumns)?;
+    let (stream, o, c, p) = (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), far.ptr());
+    // SAFETY: amg_far_columns_u32(unsigned n, const unsigned* off, const unsigned* cols,
+    // unsigned* far); off has n + 1 elements bounding cols (checked: validated CSR); far has
+    // one element, written by an integer atomic only.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, p)) }.map_err(setup_error(SetupKernel::FarColumns))?;
+    Ok(far.to_vec("the far-column flag")?[0] != 0)
 }
 
 /// `out[i] = input[i]` rounded to the nearest `f32`.

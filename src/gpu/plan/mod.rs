@@ -535,12 +535,13 @@ impl SpmvPlan {
         Self::with_columns::<T>(stats, warp_size, choice, None)
     }
 
-    /// The plan of a matrix kept in the CSR arrays it was made in on the device (the levels
-    /// of an AMG hierarchy built on the GPU, `made` saying which): the automatic rule's
-    /// kernel when it is a CSR kernel (scalar or vector); otherwise the vector kernel with the
-    /// design rule's threads per row, since ELLPACK, SELL and the balanced kernel's row
-    /// blocks are made from a host copy of the matrix, which such a matrix never has.
-    pub(crate) fn for_csr_arrays<T: Scalar>(stats: &RowStats, warp_size: u32, made: &str) -> SpmvPlan {
+    /// The plan of a matrix kept in the arrays it was made in on the device (the levels of
+    /// an AMG hierarchy built on the GPU, `made` saying which): the automatic rule's kernel
+    /// when it is a CSR kernel (scalar or vector), or ELL when `ell` says its slots can be
+    /// made on the device; otherwise the vector kernel with the design rule's threads per
+    /// row, since SELL and the balanced kernel's row blocks are made from a host copy of the
+    /// matrix, which such a matrix never has.
+    pub(crate) fn for_csr_arrays<T: Scalar>(stats: &RowStats, warp_size: u32, made: &str, ell: bool) -> SpmvPlan {
         let (kernel, reason) = Self::auto(stats, warp_size, T::BYTES, None);
         let mut plan = Self::with_columns::<T>(stats, warp_size, KernelChoice::Scalar, None)
             .expect("the scalar kernel always applies");
@@ -549,14 +550,19 @@ impl SpmvPlan {
                 plan.kernel = kernel;
                 plan.reason = format!("{made}: {reason}");
             }
+            SpmvKernel::Ell if ell => {
+                plan.kernel = kernel;
+                plan.reason = format!("{made}: {reason}; the slots made on the device from its CSR arrays");
+            }
             other => {
                 let design = Self::design_threads_per_row(stats.mean, warp_size);
                 plan.kernel = SpmvKernel::Vector { threads_per_row: design };
                 plan.reason = format!(
                     "{made}, kept in the CSR arrays the device made: the vector kernel with {design} threads per row \
                      by the design rule (mean {:.2}); the automatic rule would run {other} ({reason}), whose storage \
-                     is made from a host copy",
-                    stats.mean
+                     is made from a host copy{}",
+                    stats.mean,
+                    if other == SpmvKernel::Ell { " or, with memory to spare, on the device" } else { "" }
                 );
             }
         }

@@ -675,17 +675,19 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(d)
     }
 
-    /// A matrix made on the device in its CSR arrays (32-bit offsets and sorted columns), kept
-    /// as they are, without a copy through the host: the levels of an AMG hierarchy built on
-    /// the GPU. `host_offsets` are the same offsets on the host, for the row statistics the
-    /// plan needs ([`SpmvPlan::for_csr_arrays`]: a CSR kernel, as the other storages are made
-    /// from a host copy); `made` says what the matrix is, for the plan's reason. Empty arrays
-    /// (no entries) are `None`.
+    /// A matrix made on the device in its CSR arrays (32-bit offsets and sorted columns),
+    /// without a copy through the host: the levels of an AMG hierarchy built on the GPU.
+    /// `host_offsets` are the same offsets on the host, for the row statistics the plan needs
+    /// ([`SpmvPlan::for_csr_arrays`]). When the plan's automatic rule picks ELL and the slots
+    /// fit in the free device memory, they are made on the device from the arrays (16-bit
+    /// column offsets when `narrow`: the caller found every entry within 32767 of its row),
+    /// which are then freed; otherwise the arrays are kept for a CSR kernel. `made` says what
+    /// the matrix is, for the plan's reason. Empty arrays (no entries) are `None`.
     ///
     /// # Errors
     ///
     /// [`Error::DimensionMismatch`] when the offsets do not have `nrows + 1` elements or do not
-    /// end at the number of entries.
+    /// end at the number of entries; [`Error::Cuda`] when the conversion fails.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_csr_arrays(
         ctx: &'static Context,
@@ -695,6 +697,7 @@ impl<T: Scalar> DeviceCsr<T> {
         offsets: DeviceMemory<u32>,
         cols: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
+        narrow: bool,
         made: &str,
     ) -> Result<Self> {
         let started = Instant::now();
@@ -708,14 +711,33 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let stats = RowStats::from_lengths(host_offsets.windows(2).map(|w| (w[1] - w[0]) as usize), ncols);
         let tuning = Tuning::from_env();
-        let mut plan = SpmvPlan::for_csr_arrays::<T>(&stats, ctx.warp_size(), made);
+        let narrow = narrow && tuning.narrow_allowed();
+        // the ELL slots beside the CSR arrays and their 64-bit offsets, with the margin the
+        // uploads' conversions keep
+        let slot_bytes = if narrow { 2 } else { 4 } + T::BYTES as u64;
+        let ell_bytes = (stats.max as u64).saturating_mul(nrows as u64).saturating_mul(slot_bytes)
+            + (nrows as u64 + 1) * 8
+            + crate::gpu::storage::ell::CONVERSION_MARGIN;
+        let ell = tuning.device_conversion_allowed() && nnz > 0 && ell_bytes <= ctx.available_memory()?;
+        let mut plan = SpmvPlan::for_csr_arrays::<T>(&stats, ctx.warp_size(), made, ell);
         plan.set_tuning(tuning);
-        let storage = Storage::Csr {
-            row_offsets: Positions::Narrow(offsets),
-            col_indices: cols,
-            values,
-            balanced: None,
-            hot: None,
+        let storage = match (cols, values) {
+            (Some(cols), Some(vals)) if plan.kernel() == SpmvKernel::Ell => {
+                let wide: Vec<u64> = host_offsets.iter().map(|&o| u64::from(o)).collect();
+                let wide = DeviceMemory::from_slice(ctx, &wide, &format!("{made}: 64-bit row offsets for ELL"))?;
+                let e = DeviceEll::from_device_csr(ctx, nrows, ncols, &stats, narrow, &wide, &cols, &vals)?;
+                // the CSR arrays are freed in stream order, after the conversion
+                drop((wide, offsets, cols, vals));
+                plan.set_narrow(e.narrow_columns());
+                Storage::Ell(Box::new(e))
+            }
+            (cols, values) => Storage::Csr {
+                row_offsets: Positions::Narrow(offsets),
+                col_indices: cols,
+                values,
+                balanced: None,
+                hot: None,
+            },
         };
         let mut d = DeviceCsr {
             ctx,

@@ -273,6 +273,40 @@ impl<T: Scalar> DeviceEll<T> {
         })
     }
 
+    /// The ELL form of a CSR matrix already on the device (`offsets`: `nrows + 1` 64-bit
+    /// offsets, `cols`, `vals`; `stats` its row statistics), made there by `ell_from_csr_<T>`;
+    /// with `narrow` the slots store 16-bit column offsets (the caller checked that every
+    /// entry lies within [`MAX_OFFSET`](crate::gpu::plan::narrow::MAX_OFFSET) of its row).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) when the arrays do not
+    /// match `nrows` and `stats`; [`Error::Cuda`](crate::Error::Cuda).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_device_csr(
+        ctx: &'static Context,
+        nrows: usize,
+        ncols: usize,
+        stats: &RowStats,
+        narrow: bool,
+        offsets: &DeviceMemory<u64>,
+        cols: &DeviceMemory<u32>,
+        vals: &DeviceMemory<T>,
+    ) -> Result<Self> {
+        let width = stats.max;
+        let padded = width.saturating_mul(nrows);
+        let mut plan = SpmvPlan::for_ell::<T>(stats, ctx.warp_size());
+        plan.set_narrow(narrow && padded > 0);
+        let (mut slot_cols, mut values) = (None, None);
+        if padded > 0 {
+            let mut c = SlotCols::uninit(ctx, padded, narrow, "ELL column indices")?;
+            let mut v = DeviceMemory::<T>::uninit(ctx, padded, "ELL values")?;
+            kernels::spmv::ell_from_csr(ctx, nrows, width, offsets, cols, vals, &mut c, &mut v)?;
+            (slot_cols, values) = (Some(c), Some(v));
+        }
+        Ok(DeviceEll { ctx, nrows, ncols, nnz: stats.nnz, width, cols: slot_cols, values, stats: stats.clone(), plan })
+    }
+
     /// Fills the slots on the device when [`Tuning::device_conversion`] allows it and the CSR
     /// arrays (64-bit offsets) fit in the device memory left beside the slots with
     /// [`CONVERSION_MARGIN`] to spare: the arrays are uploaded, `ell_from_csr_<T>` makes the

@@ -449,7 +449,8 @@ pub(crate) fn spgemm(ctx: &'static Context, a: &DeviceCsrParts, b: &DeviceCsrPar
     check_memory(ctx, || format!("the hash tables of a product of {m} rows ({slots} slots)"), bytes::<u32>(slots))?;
     let mut table = DeviceArray::<u32>::filled(ctx, slots, 0xff, "the product's hash tables")?;
     let mut offsets = DeviceArray::<u32>::zeroed(ctx, m + 1, "the product's offsets")?;
-    kernels::spgemm_symbolic(ctx, &a.view(), &b.view(), &t_off, &mut table, &mut offsets)?;
+    let group = kernels::spgemm_group(b.nrows, b.nnz());
+    kernels::spgemm_symbolic(ctx, &a.view(), &b.view(), group, &t_off, &mut table, &mut offsets)?;
     let nnz = scan(ctx, &mut offsets, "entries of a product")?;
     check_memory(
         ctx,
@@ -458,7 +459,7 @@ pub(crate) fn spgemm(ctx: &'static Context, a: &DeviceCsrParts, b: &DeviceCsrPar
     )?;
     let mut cols = DeviceArray::<u32>::zeroed(ctx, nnz, "the product's columns")?;
     let mut vals = DeviceArray::<f64>::zeroed(ctx, nnz, "the product's values")?;
-    kernels::spgemm_numeric(ctx, &a.view(), &b.view(), &t_off, &table, &offsets, &mut cols, &mut vals)?;
+    kernels::spgemm_numeric(ctx, &a.view(), &b.view(), group, &t_off, &table, &offsets, &mut cols, &mut vals)?;
     Ok(DeviceCsrParts { nrows: m, ncols: b.ncols, offsets, cols, vals })
 }
 
@@ -500,7 +501,8 @@ pub(crate) fn spectral_radius(ctx: &'static Context, a: &DeviceCsrParts, dinv: &
     if n == 0 {
         return Ok(1.0);
     }
-    let blocks = kernels::power_grid(n);
+    let group = kernels::power_group(n, a.nnz());
+    let blocks = kernels::power_grid(n, group);
     check_memory(ctx, || format!("the power method on {n} rows"), 2 * bytes::<f64>(n) + bytes::<f64>(3 * blocks))?;
     let mut v = DeviceArray::<f64>::zeroed(ctx, n, "the power method's vector")?;
     let mut w = DeviceArray::<f64>::zeroed(ctx, n, "the power method's next vector")?;
@@ -510,7 +512,7 @@ pub(crate) fn spectral_radius(ctx: &'static Context, a: &DeviceCsrParts, dinv: &
     let mut s = 1.0 / (n as f64).sqrt();
     let mut rq = 0.0;
     for _ in 0..host_setup::POWER_STEPS {
-        kernels::power_step(ctx, &a.view(), dinv, s, &v, &mut w, &mut partials)?;
+        kernels::power_step(ctx, &a.view(), dinv, group, s, &v, &mut w, &mut partials)?;
         let sums = partials.to_vec("the power method's sums")?;
         let (mut vw, mut vdv, mut nn) = (0.0, 0.0, 0.0);
         for b in sums.chunks_exact(3) {
@@ -537,6 +539,7 @@ pub(crate) fn spectral_radius(ctx: &'static Context, a: &DeviceCsrParts, dinv: &
 /// # Errors
 ///
 /// As [`spgemm`].
+#[cfg(test)]
 pub(crate) fn galerkin(
     ctx: &'static Context,
     a: &DeviceCsrParts,

@@ -42,7 +42,7 @@ use crate::{CsrMatrix, Result, Scalar};
 use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
 use device_setup::DeviceCsrParts;
 use std::time::{Duration, Instant};
-use steps::{Coarsening, DeviceSteps, HostSteps, LevelMatrix, LevelSteps};
+use steps::{Coarsening, DeviceSteps, HostSteps, LevelMatrix, LevelSteps, PhaseTimes};
 
 /// The smoother of every level of the cycle.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -390,20 +390,21 @@ fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize
 /// Builds the levels from `a` (level 0, already where `steps` computes) with `steps`:
 /// `fixed` gives the aggregates of every level (a numeric re-setup: no coarsening, the same
 /// number of levels), `auto` gives AMG up as [`build_auto`] says. `host_a` is level 0 on
-/// the host, validated here; `started` is when the setup began.
+/// the host, already checked by [`validate`], which found `k` near-nullspace vectors;
+/// `started` is when the setup began, `before` the phases timed before the steps.
 #[allow(clippy::too_many_arguments)]
 fn build_levels<S: LevelSteps>(
     steps: &mut S,
     host_a: &CsrMatrix<f64>,
     a: S::Matrix,
+    k: usize,
     params: &AmgParams,
     auto: bool,
     fixed: Option<Vec<Coarsening>>,
     started: Instant,
+    before: Vec<(&'static str, Duration)>,
     setup_place: &'static str,
 ) -> Outcome<S::Matrix> {
-    let k = validate(host_a, params)?;
-    let mut times = [Duration::ZERO; 3];
     let n0 = host_a.nrows();
     let nnz0 = host_a.nnz().max(1) as f64;
     let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
@@ -414,9 +415,7 @@ fn build_levels<S: LevelSteps>(
     let mut fixed = fixed.map(Vec::into_iter);
     loop {
         let n = a.nrows();
-        let t = Instant::now();
         let rho = steps.rho(&a)?;
-        times[0] += t.elapsed();
         let given = fixed.as_mut().map(|f| f.next());
         let last = match &given {
             Some(g) => g.is_none(),
@@ -425,12 +424,10 @@ fn build_levels<S: LevelSteps>(
         let transfer = if last {
             None
         } else {
-            let t = Instant::now();
             let c = match given.flatten() {
                 Some(c) => c,
                 None => steps.coarsen(&a, params.theta, bs)?,
             };
-            times[1] += t.elapsed();
             let nc = c.count * k;
             if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
                 return Ok(Err(Abandoned(format!(
@@ -441,9 +438,7 @@ fn build_levels<S: LevelSteps>(
             if fixed.is_none() && (nc == 0 || nc as f64 * COARSEN_FACTOR > n as f64) {
                 None
             } else {
-                let t = Instant::now();
                 let ops = steps.operators(&a, &c, bs, &b, k, rho)?;
-                times[2] += t.elapsed();
                 entries += ops.ac.nnz() as f64;
                 if auto && entries / nnz0 > AUTO_MAX_OPERATOR_COMPLEXITY {
                     return Ok(Err(Abandoned(format!(
@@ -476,13 +471,9 @@ fn build_levels<S: LevelSteps>(
         let coarsest = steps.to_host(&levels[last].a)?;
         Some(coarse_inverse(&coarsest, last)?)
     };
-    let setup_phases = vec![
-        ("spectral radii", times[0]),
-        ("strength and aggregation", times[1]),
-        ("prolongators and Galerkin products", times[2]),
-        ("downloads within the steps", steps.download_time()),
-        ("coarsest inverse", t.elapsed()),
-    ];
+    let mut setup_phases = before;
+    setup_phases.extend(steps.phases().0.iter().copied());
+    setup_phases.push(("coarsest inverse", t.elapsed()));
     Ok(Ok(Built {
         levels,
         coarse_inverse,
@@ -493,6 +484,14 @@ fn build_levels<S: LevelSteps>(
     }))
 }
 
+/// `a` in `f64`, the setup's precision: itself when it is, else a rounded copy.
+fn in_f64<T: Scalar>(a: &CsrMatrix<T>) -> std::borrow::Cow<'_, CsrMatrix<f64>> {
+    match (a as &dyn std::any::Any).downcast_ref::<CsrMatrix<f64>>() {
+        Some(a) => std::borrow::Cow::Borrowed(a),
+        None => std::borrow::Cow::Owned(a.cast::<f64>()),
+    }
+}
+
 /// Builds on the host.
 fn build_on_host(
     a: &CsrMatrix<f64>,
@@ -501,8 +500,13 @@ fn build_on_host(
     fixed: Option<Vec<Coarsening>>,
 ) -> Outcome<CsrMatrix<f64>> {
     let started = Instant::now();
-    build_levels(&mut HostSteps::default(), a, a.clone(), params, auto, fixed, started, "host")
+    let k = validate(a, params)?;
+    let checks = vec![(CHECKS, started.elapsed())];
+    build_levels(&mut HostSteps::default(), a, a.clone(), k, params, auto, fixed, started, checks, "host")
 }
+
+/// The phase of [`validate`].
+const CHECKS: &str = "checks of the matrix";
 
 /// Builds on the GPU of `ctx`; the levels stay there.
 fn build_resident(
@@ -514,16 +518,13 @@ fn build_resident(
 ) -> Outcome<DeviceCsrParts> {
     let started = Instant::now();
     // the checks before the upload, which would refuse a bad matrix less clearly
-    validate(a, params)?;
+    let k = validate(a, params)?;
+    let checked = started.elapsed();
     let t = Instant::now();
     let da = DeviceCsrParts::upload(ctx, a).map_err(CgError::from)?;
-    let upload = t.elapsed();
-    let mut built = match build_levels(&mut DeviceSteps::new(ctx), a, da, params, auto, fixed, started, "device")? {
-        Ok(b) => b,
-        Err(abandoned) => return Ok(Err(abandoned)),
-    };
-    built.setup_phases.insert(0, ("upload of level 0", upload));
-    Ok(Ok(built))
+    ctx.synchronize().map_err(CgError::from)?;
+    let before = vec![(CHECKS, checked), ("upload of level 0", t.elapsed())];
+    build_levels(&mut DeviceSteps::new(ctx), a, da, k, params, auto, fixed, started, before, "device")
 }
 
 /// The result of a build that cannot be abandoned.
@@ -793,11 +794,11 @@ pub fn auto_precheck<T: Scalar>(a: &CsrMatrix<T>) -> Option<AutoChoice> {
 
 /// The choice of [`PreconditionerKind::Auto`] for a matrix on the device, from its diagonal
 /// alone: none when a diagonal entry is not positive (neither Jacobi nor AMG applies), else
-/// Jacobi. AMG's hierarchy is built on the host in this version, and on the H200 host its
-/// setup took 4.1 s on `lap2d:2000` (20M entries) and 5.5 s on `lap3d:150`, against 0.55 s
-/// and 0.055 s for the whole Jacobi-CG solve on the GPU (rtol 1e-8, 2026-12-01): it cannot
-/// pay back on the device until the setup runs there, so Auto never picks it (it would break
-/// the promise of never being more than 5% slower than Jacobi). `--precond amg` still builds it.
+/// Jacobi. AMG's setup runs on the GPU and its levels stay there, but on the H200 (commit
+/// 8833707, rtol 1e-8, 2026-12-02) its time to solution was 326 ms on `lap3d:150` and 496 ms
+/// on `elast:40`, against 55 ms and 6.7 ms for the whole Jacobi-CG solve (on `lap2d:2000`
+/// 317 ms against 554 ms): picking it would break the promise of never being more than 5%
+/// slower than Jacobi, so Auto does not. `--precond amg` still builds it.
 pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     if let Some((row, d)) = diagonal.iter().map(|d| d.to_f64()).enumerate().find(|&(_, d)| !(d.is_finite() && d > 0.0))
     {
@@ -810,8 +811,8 @@ pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     }
     AutoChoice {
         chosen: PreconditionerKind::Jacobi,
-        reason: "Jacobi: AMG's hierarchy is built on the host in this version, and its setup costs more than \
-                 a Jacobi-CG solve on the GPU (on the H200: 4.1 s against 0.55 s on lap2d:2000)"
+        reason: "Jacobi: AMG's setup on the GPU can cost more than a whole Jacobi-CG solve (on the H200: \
+                 0.33 s against 0.055 s on lap3d:150)"
             .to_string(),
     }
 }
@@ -930,7 +931,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
     /// Those of [`AmgHierarchy::build`] and [`AmgHierarchy::build_on_device`], and
     /// [`CgError::Backend`] when an upload fails.
     pub fn build(backend: &B, a: &CsrMatrix<T>, params: &AmgParams) -> std::result::Result<Self, CgError> {
-        let a = a.cast::<f64>();
+        let a = in_f64(a);
         match setup_context(backend, params)? {
             Some(ctx) => Self::on_backend_resident(backend, ctx, kept(build_resident(ctx, &a, params, false, None))?),
             None => Self::on_backend(backend, kept(build_on_host(&a, params, false, None))?.into()),
@@ -969,9 +970,9 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let coarsenings = built.coarsenings();
         let params = built.params.clone();
         let setup_time = built.setup_time;
-        let cycle = make_resident_cycle(backend, ctx, built)?;
+        let (cycle, phases) = make_resident_cycle(backend, ctx, built)?;
         info.setup_time = setup_time + started.elapsed();
-        info.setup_phases.push(("the levels made the cycle's", started.elapsed()));
+        info.setup_phases.extend(phases.0);
         Ok(Amg { hierarchy: None, resident: Some((ctx, coarsenings)), params, cycle, info })
     }
 
@@ -987,7 +988,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let reason = self.info.auto_reason.take();
         match (&mut self.hierarchy, &self.resident) {
             (Some(h), _) => {
-                h.update_values(&a.cast::<f64>())?;
+                h.update_values(&in_f64(a))?;
                 self.cycle = make_cycle(backend, h)?;
                 self.info = h.info();
             }
@@ -996,9 +997,9 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
                 check_pattern(&old, a)?;
                 drop(old);
                 let (ctx, fixed) = (*ctx, coarsenings.clone());
-                let built = kept(build_resident(ctx, &a.cast::<f64>(), &self.params, false, Some(fixed)))?;
+                let built = kept(build_resident(ctx, &in_f64(a), &self.params, false, Some(fixed)))?;
                 self.info = built.info();
-                self.cycle = make_resident_cycle(backend, ctx, built)?;
+                self.cycle = make_resident_cycle(backend, ctx, built)?.0;
             }
             (None, None) => unreachable!("an Amg has a host hierarchy or a device one"),
         }
@@ -1080,14 +1081,24 @@ fn make_resident_cycle<T: Scalar, B: Backend<T>>(
     backend: &B,
     ctx: &'static crate::gpu::Context,
     built: Built<DeviceCsrParts>,
-) -> Result<Cycle<T, B>> {
+) -> Result<(Cycle<T, B>, PhaseTimes)> {
     let smoother = built.params.smoother;
+    let mut times = PhaseTimes::default();
+    let mut timed = |what: &'static str, t: Instant| -> Result<()> {
+        ctx.synchronize()?;
+        times.add(what, t.elapsed());
+        Ok(())
+    };
     let mut specs = Vec::with_capacity(built.levels.len());
     for (l, level) in built.levels.into_iter().enumerate() {
+        let t = Instant::now();
         let dinv = match smoother {
             Smoother::Chebyshev { .. } => device_setup::inverse_diagonal(ctx, &level.a)?,
             Smoother::L1Jacobi { .. } => device_setup::inverse_l1_diagonal(ctx, &level.a)?,
         };
+        let dinv = backend.amg_vector(AmgDeviceVector(dinv))?;
+        timed("the cycle's inverse diagonals", t)?;
+        let t = Instant::now();
         let transfer = match level.transfer {
             Some(t) => {
                 drop(t.p_tent);
@@ -1097,15 +1108,15 @@ fn make_resident_cycle<T: Scalar, B: Backend<T>>(
             }
             None => None,
         };
-        specs.push(LevelSpec {
-            a: backend.amg_matrix(AmgDeviceMatrix { parts: level.a, what: format!("AMG level {l} A") })?,
-            dinv: backend.amg_vector(AmgDeviceVector(dinv))?,
-            steps: smoother_steps(smoother, level.rho),
-            transfer,
-        });
+        let a = backend.amg_matrix(AmgDeviceMatrix { parts: level.a, what: format!("AMG level {l} A") })?;
+        timed("the levels' matrices made the cycle's", t)?;
+        specs.push(LevelSpec { a, dinv, steps: smoother_steps(smoother, level.rho), transfer });
     }
+    let t = Instant::now();
     let inverse = built.coarse_inverse.as_ref().map(|c| backend.matrix(&c.cast::<T>())).transpose()?;
-    Cycle::new(backend, specs, inverse)
+    let cycle = Cycle::new(backend, specs, inverse)?;
+    timed("the coarsest inverse and the cycle's work vectors", t)?;
+    Ok((cycle, times))
 }
 
 /// Builds what [`PreconditionerKind::Auto`] chooses for `a`: the AMG preconditioner when it
@@ -1127,7 +1138,7 @@ pub fn build_auto<T: Scalar, B: Backend<T>>(
         return Ok((None, choice));
     }
     let jacobi = |reason: String| AutoChoice { chosen: PreconditionerKind::Jacobi, reason };
-    let a = a.cast::<f64>();
+    let a = in_f64(a);
     let ctx = setup_context(backend, params)?;
     // a coarsest system that is not positive definite: CG would break down with AMG
     let not_pd = |level: usize| {

@@ -58,6 +58,20 @@ pub(super) struct Operators<M> {
     pub(super) ac: M,
 }
 
+/// The time of each kind of setup step, in the order first seen, summed over the levels.
+#[derive(Debug, Default, Clone)]
+pub(super) struct PhaseTimes(pub(super) Vec<(&'static str, std::time::Duration)>);
+
+impl PhaseTimes {
+    /// Adds `d` to the phase `what`.
+    pub(super) fn add(&mut self, what: &'static str, d: std::time::Duration) {
+        match self.0.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, t)) => *t += d,
+            None => self.0.push((what, d)),
+        }
+    }
+}
+
 /// The setup steps of one level, called in this order for each level: [`Self::rho`], then
 /// (on all but the coarsest) [`Self::coarsen`] (unless the aggregates are given: a numeric
 /// re-setup) and [`Self::operators`], whose coarse matrix is the next level's `a`.
@@ -81,16 +95,33 @@ pub(super) trait LevelSteps {
     ) -> Result<Operators<Self::Matrix>>;
     /// The coarsest level's matrix on the host (for its dense inverse).
     fn to_host(&mut self, a: &Self::Matrix) -> Result<CsrMatrix<f64>>;
-    /// Time spent copying results to the host (none on the host).
-    fn download_time(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
+    /// The time of each kind of step so far (on the device, each timed to the end of the
+    /// GPU work it queued).
+    fn phases(&self) -> &PhaseTimes;
+}
+
+/// Runs `f` as phase `what` of `times`, the time taken to the end of `f` and, with `ctx`,
+/// of the GPU work it queued.
+fn timed<R>(
+    times: &mut PhaseTimes,
+    ctx: Option<&Context>,
+    what: &'static str,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let t = std::time::Instant::now();
+    let r = f()?;
+    if let Some(ctx) = ctx {
+        ctx.synchronize()?;
     }
+    times.add(what, t.elapsed());
+    Ok(r)
 }
 
 /// The steps on the host (host_setup.rs), with the current level's inverse diagonal.
 #[derive(Default)]
 pub(super) struct HostSteps {
     dinv: Vec<f64>,
+    times: PhaseTimes,
 }
 
 impl LevelSteps for HostSteps {
@@ -98,13 +129,18 @@ impl LevelSteps for HostSteps {
 
     fn rho(&mut self, a: &CsrMatrix<f64>) -> Result<f64> {
         self.dinv = host_setup::inverse_diagonal(a);
-        Ok(host_setup::spectral_radius(a, &self.dinv))
+        let dinv = &self.dinv;
+        timed(&mut self.times, None, SPECTRAL_RADII, || Ok(host_setup::spectral_radius(a, dinv)))
     }
 
     fn coarsen(&mut self, a: &CsrMatrix<f64>, theta: f64, bs: usize) -> Result<Coarsening> {
-        let strength = host_setup::strength(a, theta, bs);
-        let states = host_setup::mis2(&strength);
-        let (aggregates, count) = host_setup::aggregate_from(&strength, &states);
+        let times = &mut self.times;
+        let strength = timed(times, None, STRENGTH, || Ok(host_setup::strength(a, theta, bs)))?;
+        let (states, (aggregates, count)) = timed(times, None, AGGREGATION, || {
+            let states = host_setup::mis2(&strength);
+            let aggregates = host_setup::aggregate_from(&strength, &states);
+            Ok((states, aggregates))
+        })?;
         Ok(Coarsening { strength: Some(strength), states: Some(states), aggregates, count })
     }
 
@@ -117,16 +153,34 @@ impl LevelSteps for HostSteps {
         k: usize,
         rho: f64,
     ) -> Result<Operators<CsrMatrix<f64>>> {
-        let (p_tent, bc) = host_setup::tentative(&c.aggregates, c.count, bs, b, k);
-        let p = host_setup::smooth_prolongator(a, &self.dinv, rho, &p_tent)?;
-        let (r, ac) = host_setup::galerkin(a, &p)?;
+        let times = &mut self.times;
+        let (p_tent, bc) =
+            timed(times, None, TENTATIVE, || Ok(host_setup::tentative(&c.aggregates, c.count, bs, b, k)))?;
+        let p = timed(times, None, SMOOTHING, || Ok(host_setup::smooth_prolongator(a, &self.dinv, rho, &p_tent)?))?;
+        let (r, ac) = timed(times, None, GALERKIN, || Ok(host_setup::galerkin(a, &p)?))?;
         Ok(Operators { p_tent, bc, p, r, ac })
     }
 
     fn to_host(&mut self, a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>> {
         Ok(a.clone())
     }
+
+    fn phases(&self) -> &PhaseTimes {
+        &self.times
+    }
 }
+
+/// The names of the setup's phases.
+const SPECTRAL_RADII: &str = "spectral radii";
+const STRENGTH: &str = "strength of connection";
+const AGGREGATION: &str = "aggregation (MIS-2)";
+const TENTATIVE: &str = "tentative prolongators";
+const SMOOTHING: &str = "prolongator smoothing (A P_tent)";
+const GALERKIN: &str = "Galerkin products (P^T, A P, R (A P))";
+const TRANSPOSE: &str = "restrictions R = P^T";
+const PRODUCT_AP: &str = "products A P";
+const PRODUCT_RAP: &str = "products R (A P)";
+const DOWNLOADS: &str = "downloads within the steps";
 
 /// The steps on the device (device_setup.rs): each level's matrix is made there (level 0 is
 /// uploaded once by the caller) and stays there; only the aggregates (for a numeric
@@ -137,13 +191,12 @@ pub(super) struct DeviceSteps {
     dinv: Option<DeviceArray<f64>>,
     /// The aggregates of the current level, from [`LevelSteps::coarsen`].
     aggregates: Option<DeviceArray<u32>>,
-    /// Time spent in downloads.
-    downloads: std::time::Duration,
+    times: PhaseTimes,
 }
 
 impl DeviceSteps {
     pub(super) fn new(ctx: &'static Context) -> Self {
-        DeviceSteps { ctx, dinv: None, aggregates: None, downloads: std::time::Duration::ZERO }
+        DeviceSteps { ctx, dinv: None, aggregates: None, times: PhaseTimes::default() }
     }
 
     /// The inverse diagonal of `a`, made by [`LevelSteps::rho`] or now.
@@ -157,10 +210,7 @@ impl DeviceSteps {
     /// Runs `f`, counting its time as downloads (after the queued work is done).
     fn download<R>(&mut self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         self.ctx.synchronize()?;
-        let t = std::time::Instant::now();
-        let r = f();
-        self.downloads += t.elapsed();
-        r
+        timed(&mut self.times, None, DOWNLOADS, f)
     }
 }
 
@@ -170,19 +220,26 @@ impl LevelSteps for DeviceSteps {
     fn rho(&mut self, a: &DeviceCsrParts) -> Result<f64> {
         self.dinv = None;
         let ctx = self.ctx;
+        let t = std::time::Instant::now();
         let dinv = self.dinv(a)?;
-        device_setup::spectral_radius(ctx, a, dinv)
+        let rho = device_setup::spectral_radius(ctx, a, dinv)?;
+        ctx.synchronize()?;
+        self.times.add(SPECTRAL_RADII, t.elapsed());
+        Ok(rho)
     }
 
-    fn download_time(&self) -> std::time::Duration {
-        self.downloads
+    fn phases(&self) -> &PhaseTimes {
+        &self.times
     }
 
     fn coarsen(&mut self, a: &DeviceCsrParts, theta: f64, bs: usize) -> Result<Coarsening> {
         let ctx = self.ctx;
-        let ds = device_setup::strength(ctx, a, theta, bs)?;
-        let m = device_setup::mis2(ctx, &ds)?;
-        let (dagg, count) = device_setup::aggregate_from(ctx, &ds, m)?;
+        let times = &mut self.times;
+        let ds = timed(times, Some(ctx), STRENGTH, || device_setup::strength(ctx, a, theta, bs))?;
+        let (dagg, count) = timed(times, Some(ctx), AGGREGATION, || {
+            let m = device_setup::mis2(ctx, &ds)?;
+            device_setup::aggregate_from(ctx, &ds, m)
+        })?;
         let aggregates = self.download(|| dagg.to_vec("the aggregates"))?;
         self.aggregates = Some(dagg);
         Ok(Coarsening { strength: None, states: None, aggregates, count })
@@ -202,11 +259,16 @@ impl LevelSteps for DeviceSteps {
             Some(d) if d.len() == c.aggregates.len() => d,
             _ => DeviceArray::from_slice(ctx, &c.aggregates, "the aggregates")?,
         };
-        let (p_tent, bc) = device_setup::tentative(ctx, &dagg, c.count, bs, b, k)?;
+        let (p_tent, bc) =
+            timed(&mut self.times, Some(ctx), TENTATIVE, || device_setup::tentative(ctx, &dagg, c.count, bs, b, k))?;
         drop(dagg);
-        let dinv = self.dinv(a)?;
-        let p = device_setup::smooth_prolongator(ctx, a, dinv, rho, &p_tent)?;
-        let (r, ac) = device_setup::galerkin(ctx, a, &p)?;
+        self.dinv(a)?;
+        let (dinv, times) = (self.dinv.as_ref().expect("made above"), &mut self.times);
+        let p = timed(times, Some(ctx), SMOOTHING, || device_setup::smooth_prolongator(ctx, a, dinv, rho, &p_tent))?;
+        let r = timed(times, Some(ctx), TRANSPOSE, || device_setup::transpose(ctx, &p))?;
+        let ap = timed(times, Some(ctx), PRODUCT_AP, || device_setup::spgemm(ctx, a, &p))?;
+        let ac = timed(times, Some(ctx), PRODUCT_RAP, || device_setup::spgemm(ctx, &r, &ap))?;
+        drop(ap);
         self.dinv = None;
         Ok(Operators { p_tent, bc, p, r, ac })
     }
