@@ -795,9 +795,9 @@ pub fn auto_precheck<T: Scalar>(a: &CsrMatrix<T>) -> Option<AutoChoice> {
 /// The choice of [`PreconditionerKind::Auto`] for a matrix on the device, from its diagonal
 /// alone: none when a diagonal entry is not positive (neither Jacobi nor AMG applies), else
 /// Jacobi. AMG's setup runs on the GPU and its levels stay there, but on the H200 (commit
-/// 8833707, rtol 1e-8, 2026-12-02) its time to solution was 326 ms on `lap3d:150` and 496 ms
-/// on `elast:40`, against 55 ms and 6.7 ms for the whole Jacobi-CG solve (on `lap2d:2000`
-/// 317 ms against 554 ms): picking it would break the promise of never being more than 5%
+/// 894ed41, rtol 1e-8, 2026-12-03) its time to solution was 301 ms on `lap3d:150` and 206 ms
+/// on `elast:40`, against 55 ms and 6.9 ms for the whole Jacobi-CG solve (on `lap2d:2000`
+/// 301 ms against 555 ms): picking it would break the promise of never being more than 5%
 /// slower than Jacobi, so Auto does not. `--precond amg` still builds it.
 pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     if let Some((row, d)) = diagonal.iter().map(|d| d.to_f64()).enumerate().find(|&(_, d)| !(d.is_finite() && d > 0.0))
@@ -812,7 +812,7 @@ pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     AutoChoice {
         chosen: PreconditionerKind::Jacobi,
         reason: "Jacobi: AMG's setup on the GPU can cost more than a whole Jacobi-CG solve (on the H200: \
-                 0.33 s against 0.055 s on lap3d:150)"
+                 0.30 s against 0.055 s on lap3d:150)"
             .to_string(),
     }
 }
