@@ -205,9 +205,14 @@ impl<T: Scalar> CsrMatrix<T> {
         (self.nrows, self.ncols, self.row_offsets, self.col_indices, self.values)
     }
     /// The main diagonal as a dense vector of length `min(nrows, ncols)`; positions not
-    /// stored read as zero.
+    /// stored read as zero. The rows are searched in parallel.
     pub fn diagonal(&self) -> Vec<T> {
-        (0..self.nrows.min(self.ncols)).map(|i| self.get(i, i).unwrap_or(T::ZERO)).collect()
+        use rayon::prelude::*;
+        (0..self.nrows.min(self.ncols))
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .map(|i| self.get(i, i).unwrap_or(T::ZERO))
+            .collect()
     }
     /// The transpose, in CSR form (a counting sort over columns; O(nnz + ncols)).
     pub fn transpose(&self) -> Self {
