@@ -850,6 +850,11 @@ __device__ void amg_far_columns(unsigned n, const unsigned* __restrict__ off, co
     }
 }
 
+// out[i] = in[i] widened to 64 bits (the row offsets an ELL conversion reads).
+__device__ void amg_widen(unsigned n, const unsigned* __restrict__ in, unsigned long long* __restrict__ out) {
+    GRID_STRIDE(i, n) { out[i] = in[i]; }
+}
+
 typedef const unsigned* cu32;
 typedef const double* cf64;
 
@@ -948,6 +953,9 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_to_f32_f64(unsigned n, cf64 i
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_far_columns_u32(unsigned n, cu32 off, cu32 cols, unsigned* far) {
     amg_far_columns(n, off, cols, far);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK) amg_widen_u32(unsigned n, cu32 in, unsigned long long* out) {
+    amg_widen(n, in, out);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_count_columns_u32(unsigned nnz, cu32 cols, unsigned* counts) {
     amg_count_columns(nnz, cols, counts);

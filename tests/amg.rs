@@ -323,3 +323,21 @@ fn auto_on_the_device_reads_the_diagonal_only() {
     assert_eq!(none.chosen, PreconditionerKind::None);
     assert!(none.reason.contains("row 1 is 0"), "{}", none.reason);
 }
+
+#[test]
+fn the_memory_report_counts_every_matrix_of_the_hierarchy() {
+    let a: CsrMatrix<f64> = gen::laplacian_2d(256);
+    let amg = Amg::build(&Host, &a, &AmgParams::default()).unwrap();
+    let info = amg.info();
+    let m = info.memory.expect("the host counts its matrices' bytes");
+    let (n, nnz) = (a.nrows() as u64, a.nnz() as u64);
+    assert_eq!(m.matrix, (n + 1) * 8 + nnz * 12);
+    // At least the coarser levels' A, and P and R (one entry per fine row each at least),
+    // each entry 12 bytes.
+    let coarse: u64 = info.levels[1..].iter().map(|l| l.entries as u64).sum();
+    assert!(m.hierarchy >= (coarse + 2 * n) * 12, "{m:?}, coarse entries {coarse}");
+    eprintln!("lap2d:256 host memory {m:?}, ratio {:.3}", m.ratio());
+    // 1.88 measured: P and R (smoothed, about 2 entries per fine row each) are most of it.
+    assert!(m.ratio() <= 2.0, "{m:?}");
+    assert!(info.table().contains("x the matrix's"), "{}", info.table());
+}

@@ -144,12 +144,13 @@ impl Tally {
 }
 
 impl RowStats {
-    /// Computes the statistics from CSR row offsets (`nrows + 1` non-decreasing entries, as
+    /// Computes the statistics from CSR row offsets (`u32` or `u64`; `nrows + 1`
+    /// non-decreasing entries, as
     /// a validated [`CsrMatrix`](crate::CsrMatrix) holds; a decreasing pair counts as an
     /// empty row). An empty slice means a matrix with no rows. Runs in parallel over pieces
     /// of rows; the result is that of [`from_lengths`](RowStats::from_lengths) exactly (the
     /// sums are integers).
-    pub fn from_row_offsets(row_offsets: &[u64], ncols: usize) -> Self {
+    pub fn from_row_offsets<O: Copy + Into<u64> + Sync>(row_offsets: &[O], ncols: usize) -> Self {
         use rayon::prelude::*;
         const PIECE: usize = 1 << 16;
         let nrows = row_offsets.len().saturating_sub(1);
@@ -159,7 +160,7 @@ impl RowStats {
                 // a tight serial loop per piece of rows
                 let mut t = Tally::default();
                 for w in row_offsets[p * PIECE..((p + 1) * PIECE).min(nrows) + 1].windows(2) {
-                    t.add(w[1].saturating_sub(w[0]) as usize);
+                    t.add(w[1].into().saturating_sub(w[0].into()) as usize);
                 }
                 t
             })
@@ -237,6 +238,9 @@ mod tests {
         let parallel = RowStats::from_row_offsets(&off, 123);
         let serial = RowStats::from_lengths(lengths.iter().copied(), 123);
         assert_eq!(parallel, serial);
+        // the same from 32-bit offsets (the device's AMG levels)
+        let narrow: Vec<u32> = off.iter().map(|&o| u32::try_from(o).unwrap()).collect();
+        assert_eq!(RowStats::from_row_offsets(&narrow, 123), serial);
         assert_eq!(parallel.nnz, lengths.iter().sum::<usize>());
         assert_eq!(parallel.histogram.iter().sum::<usize>(), 300_000);
         assert_eq!(parallel.histogram_entries.iter().sum::<usize>(), parallel.nnz);
@@ -244,7 +248,7 @@ mod tests {
         assert_eq!(parallel.histogram_entries[6], lengths.iter().filter(|&&l| (32..64).contains(&l)).sum::<usize>());
         assert_eq!((parallel.min, parallel.empty_rows), (0, lengths.iter().filter(|&&l| l == 0).count()));
         // no rows
-        assert_eq!(RowStats::from_row_offsets(&[], 5), RowStats::from_lengths([], 5));
-        assert_eq!(RowStats::from_row_offsets(&[0], 5).nrows, 0);
+        assert_eq!(RowStats::from_row_offsets(&[0u64; 0], 5), RowStats::from_lengths([], 5));
+        assert_eq!(RowStats::from_row_offsets(&[0u64], 5).nrows, 0);
     }
 }

@@ -362,6 +362,14 @@ pub trait Backend<T: Scalar> {
     /// Allocation and upload failures.
     fn matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
 
+    /// The bytes `m` holds where this backend computes, for memory reports (AMG's
+    /// [`AmgMemory`](super::amg::AmgMemory)); `None`, the default, where the backend does not
+    /// count them.
+    fn matrix_bytes(&self, m: &Self::Matrix) -> Option<u64> {
+        let _ = m;
+        None
+    }
+
     /// The backend's matrix for a matrix of an AMG hierarchy built on a GPU. The default
     /// copies it to the host ([`AmgDeviceMatrix::download`]) and calls [`Backend::matrix`];
     /// the device backend keeps its arrays where they are, with a CSR kernel's plan

@@ -449,6 +449,11 @@ impl<T: Scalar> Backend<T> for Device {
         DeviceCsr::upload(self.ctx, a)
     }
 
+    /// [`DeviceCsr::device_bytes`].
+    fn matrix_bytes(&self, m: &DeviceCsr<T>) -> Option<u64> {
+        Some(m.device_bytes() as u64)
+    }
+
     /// Keeps the setup's arrays where they are: the values move when `T` is `f64` and are
     /// rounded on the device for `f32`; only the offsets are read back, for the plan's row
     /// statistics. Where the plan picks ELL, the slots are made on the device from them.

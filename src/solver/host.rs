@@ -337,6 +337,11 @@ impl<T: Scalar> Backend<T> for Host {
         Ok(a.clone())
     }
 
+    /// 64-bit row offsets, 32-bit columns and the values.
+    fn matrix_bytes(&self, m: &CsrMatrix<T>) -> Option<u64> {
+        Some(((m.nrows() + 1) * 8 + m.nnz() * (4 + T::BYTES)) as u64)
+    }
+
     fn spmv(
         &self,
         _s: &mut HostState,

@@ -230,10 +230,11 @@ pub(crate) enum SetupKernel {
     SpgemmSymbolicGroup,
     SpgemmNumericGroup,
     PowerStepGroup,
+    Widen,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 36] = [
+    pub(crate) const ALL: [SetupKernel; 37] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -270,6 +271,7 @@ impl SetupKernel {
         SetupKernel::SpgemmSymbolicGroup,
         SetupKernel::SpgemmNumericGroup,
         SetupKernel::PowerStepGroup,
+        SetupKernel::Widen,
     ];
 }
 
@@ -314,6 +316,7 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::SpgemmSymbolicGroup => "amg_spgemm_symbolic_group_u32",
         SetupKernel::SpgemmNumericGroup => "amg_spgemm_numeric_group_f64",
         SetupKernel::PowerStepGroup => "amg_power_step_group_f64",
+        SetupKernel::Widen => "amg_widen_u32",
     }
 }
 
@@ -1163,6 +1166,23 @@ pub(crate) fn has_far_columns(ctx: &'static Context, a: &CsrView<'_>) -> Result<
     // one element, written by an integer atomic only.
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, o, c, p)) }.map_err(setup_error(SetupKernel::FarColumns))?;
     Ok(far.to_vec("the far-column flag")?[0] != 0)
+}
+
+/// `offsets` widened to 64 bits on the device (queued on the context's stream), for the ELL
+/// conversion of a level's arrays.
+pub(crate) fn widen_offsets(
+    ctx: &'static Context,
+    offsets: &DeviceMemory<u32>,
+    what: &str,
+) -> Result<DeviceMemory<u64>> {
+    let out = DeviceMemory::<u64>::uninit(ctx, offsets.len(), what)?;
+    let (n, grid) = rows_and_grid("AMG offsets", offsets.len())?;
+    let f = setup_function(ctx, SetupKernel::Widen)?;
+    let (stream, i, o) = (ctx.stream(), offsets.as_device_ptr(), out.as_device_ptr());
+    // SAFETY: amg_widen_u32(unsigned n, const unsigned* in, unsigned long long* out); both
+    // have n elements (out allocated just now with offsets' length); thread i writes out[i].
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(n, i, o)) }.map_err(setup_error(SetupKernel::Widen))?;
+    Ok(out)
 }
 
 /// `out[i] = input[i]` rounded to the nearest `f32`.

@@ -709,7 +709,7 @@ impl<T: Scalar> DeviceCsr<T> {
         if host_offsets[nrows] as usize != nnz || values.as_ref().map_or(0, DeviceMemory::len) != nnz {
             return Err(mismatch(nnz, host_offsets[nrows] as usize));
         }
-        let stats = RowStats::from_lengths(host_offsets.windows(2).map(|w| (w[1] - w[0]) as usize), ncols);
+        let stats = RowStats::from_row_offsets(host_offsets, ncols);
         let tuning = Tuning::from_env();
         let narrow = narrow && tuning.narrow_allowed();
         // the ELL slots beside the CSR arrays and their 64-bit offsets, with the margin the
@@ -723,8 +723,11 @@ impl<T: Scalar> DeviceCsr<T> {
         plan.set_tuning(tuning);
         let storage = match (cols, values) {
             (Some(cols), Some(vals)) if plan.kernel() == SpmvKernel::Ell => {
-                let wide: Vec<u64> = host_offsets.iter().map(|&o| u64::from(o)).collect();
-                let wide = DeviceMemory::from_slice(ctx, &wide, &format!("{made}: 64-bit row offsets for ELL"))?;
+                let wide = crate::gpu::kernels::amg::widen_offsets(
+                    ctx,
+                    &offsets,
+                    &format!("{made}: 64-bit row offsets for ELL"),
+                )?;
                 let e = DeviceEll::from_device_csr(ctx, nrows, ncols, &stats, narrow, &wide, &cols, &vals)?;
                 // the CSR arrays are freed in stream order, after the conversion
                 drop((wide, offsets, cols, vals));

@@ -7,7 +7,7 @@
 
 use super::super::backend::Backend;
 use crate::{Result, Scalar};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The lower end of the Chebyshev interval, as a fraction of `lmax` (the power-method
 /// estimate of `rho(D^-1 A)`, already 1.05 times its Rayleigh quotient). The smoother only
@@ -51,7 +51,7 @@ pub(crate) fn chebyshev_coefficients(lower: f64, upper: f64, degree: usize) -> V
 
 /// One level of the cycle above the coarsest.
 struct Level<T: Scalar, B: Backend<T>> {
-    a: B::Matrix,
+    a: Arc<B::Matrix>,
     dinv: B::Vector,
     steps: Steps,
     p: B::Matrix,
@@ -62,9 +62,9 @@ struct Level<T: Scalar, B: Backend<T>> {
 /// smoothing alone.
 enum Coarse<T: Scalar, B: Backend<T>> {
     /// The inverse, and the level's matrix (kept for [`Cycle::fine_matrix`]).
-    Direct(B::Matrix, B::Matrix),
+    Direct(B::Matrix, Arc<B::Matrix>),
     Smooth {
-        a: B::Matrix,
+        a: Arc<B::Matrix>,
         dinv: B::Vector,
         steps: Steps,
     },
@@ -81,8 +81,9 @@ struct Work<V> {
 
 /// What one level of the cycle is built from: its matrices and inverse diagonal already on
 /// the backend (uploaded from the host hierarchy, or made on the GPU by the device setup).
+/// `a` is shared: level 0's can be the operator CG multiplies by.
 pub(crate) struct LevelSpec<M, V> {
-    pub(crate) a: M,
+    pub(crate) a: Arc<M>,
     pub(crate) dinv: V,
     pub(crate) steps: Steps,
     /// `(P, R)` to the next level; `None` on the coarsest.
@@ -142,6 +143,32 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
             (Some(l), _) => &l.a,
             (None, Coarse::Direct(_, a) | Coarse::Smooth { a, .. }) => a,
         }
+    }
+
+    /// The bytes the cycle holds on its backend: level 0's `A`, and everything else (the
+    /// other levels' matrices, `P` and `R`, the inverse diagonals, the coarsest inverse and
+    /// the work vectors); `None` when the backend does not count its matrices' bytes.
+    pub(crate) fn bytes(&self, backend: &B) -> Option<(u64, u64)> {
+        let vector = |v: &B::Vector| (backend.len(v) * T::BYTES) as u64;
+        let mut levels = Vec::with_capacity(self.levels.len() + 1);
+        let mut rest = 0;
+        for l in &self.levels {
+            levels.push(backend.matrix_bytes(&l.a)?);
+            rest += backend.matrix_bytes(&l.p)? + backend.matrix_bytes(&l.r)? + vector(&l.dinv);
+        }
+        match &self.coarse {
+            Coarse::Direct(inverse, a) => {
+                levels.push(backend.matrix_bytes(a)?);
+                rest += backend.matrix_bytes(inverse)?;
+            }
+            Coarse::Smooth { a, dinv, .. } => {
+                levels.push(backend.matrix_bytes(a)?);
+                rest += vector(dinv);
+            }
+        }
+        let work = self.work.lock().unwrap_or_else(PoisonError::into_inner);
+        rest += work.iter().map(|w| vector(&w.b) + vector(&w.x) + vector(&w.r) + vector(&w.d)).sum::<u64>();
+        Some((levels[0], rest + levels[1..].iter().sum::<u64>()))
     }
 
     /// `z = M^-1 r`: one V(1,1)-cycle from `x = 0`.

@@ -41,6 +41,7 @@ use super::CgError;
 use crate::{CsrMatrix, Result, Scalar};
 use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
 use device_setup::DeviceCsrParts;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use steps::{Coarsening, DeviceSteps, HostSteps, LevelMatrix, LevelSteps, PhaseTimes};
 
@@ -292,6 +293,7 @@ fn info_of<'a, M: LevelMatrix + 'a>(
         smoother: params.smoother,
         coarse_solve: if coarse_entries > 0 { "dense inverse" } else { "smoother" },
         auto_reason: None,
+        memory: None,
     }
 }
 
@@ -707,6 +709,27 @@ pub struct AmgInfo {
     pub coarse_solve: &'static str,
     /// Why [`PreconditionerKind::Auto`] chose AMG, when it did.
     pub auto_reason: Option<String>,
+    /// The bytes the hierarchy holds on its backend, against the finest matrix's; `None`
+    /// where the backend does not count them ([`Backend::matrix_bytes`]).
+    pub memory: Option<AmgMemory>,
+}
+
+/// The memory of an AMG hierarchy on its backend, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmgMemory {
+    /// The finest level's matrix, in the storage its SpMV plan chose.
+    pub matrix: u64,
+    /// Everything else the preconditioner holds: the coarser levels' matrices, `P` and
+    /// `R`, the inverse diagonals, the coarsest inverse and the cycle's work vectors.
+    pub hierarchy: u64,
+}
+
+impl AmgMemory {
+    /// `hierarchy / matrix`: the device memory the preconditioner adds, as a multiple of
+    /// the matrix's own.
+    pub fn ratio(&self) -> f64 {
+        self.hierarchy as f64 / self.matrix.max(1) as f64
+    }
 }
 
 impl AmgInfo {
@@ -726,6 +749,14 @@ impl AmgInfo {
             "operator complexity {:.3}, grid complexity {:.3}; smoother {}; coarsest level: {}",
             self.operator_complexity, self.grid_complexity, self.smoother, self.coarse_solve
         );
+        if let Some(m) = self.memory {
+            out += &format!(
+                "\nmemory: the hierarchy {:.1} MB = {:.2}x the matrix's {:.1} MB",
+                m.hierarchy as f64 / 1e6,
+                m.ratio(),
+                m.matrix as f64 / 1e6
+            );
+        }
         out
     }
 }
@@ -954,6 +985,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let mut info = hierarchy.info();
         info.setup_time = hierarchy.setup_time + started.elapsed();
         info.setup_phases.push(("upload of the levels", started.elapsed()));
+        info.memory = memory_of(&cycle, backend);
         let params = hierarchy.params.clone();
         Ok(Amg { hierarchy: Some(hierarchy), resident: None, params, cycle, info })
     }
@@ -973,6 +1005,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         let (cycle, phases) = make_resident_cycle(backend, ctx, built)?;
         info.setup_time = setup_time + started.elapsed();
         info.setup_phases.extend(phases.0);
+        info.memory = memory_of(&cycle, backend);
         Ok(Amg { hierarchy: None, resident: Some((ctx, coarsenings)), params, cycle, info })
     }
 
@@ -1006,6 +1039,7 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         self.info.setup_time = started.elapsed();
         self.info.setup_phases = vec![("numeric re-setup", self.info.setup_time)];
         self.info.auto_reason = reason;
+        self.info.memory = memory_of(&self.cycle, backend);
         Ok(())
     }
 
@@ -1065,7 +1099,7 @@ fn make_cycle<T: Scalar, B: Backend<T>>(backend: &B, h: &AmgHierarchy) -> Result
             None => None,
         };
         specs.push(LevelSpec {
-            a: backend.matrix(&l.a.cast::<T>())?,
+            a: Arc::new(backend.matrix(&l.a.cast::<T>())?),
             dinv: backend.upload(&cast(dinv))?,
             steps: smoother_steps(h.params.smoother, l.rho),
             transfer,
@@ -1073,6 +1107,11 @@ fn make_cycle<T: Scalar, B: Backend<T>>(backend: &B, h: &AmgHierarchy) -> Result
     }
     let inverse = h.coarse_inverse.as_ref().map(|c| backend.matrix(&c.cast::<T>())).transpose()?;
     Cycle::new(backend, specs, inverse)
+}
+
+/// What `cycle` holds on `backend`.
+fn memory_of<T: Scalar, B: Backend<T>>(cycle: &Cycle<T, B>, backend: &B) -> Option<AmgMemory> {
+    cycle.bytes(backend).map(|(matrix, hierarchy)| AmgMemory { matrix, hierarchy })
 }
 
 /// Builds the cycle of a hierarchy made on the GPU of `ctx`, moving its matrices into the
@@ -1110,7 +1149,7 @@ fn make_resident_cycle<T: Scalar, B: Backend<T>>(
         };
         let a = backend.amg_matrix(AmgDeviceMatrix { parts: level.a, what: format!("AMG level {l} A") })?;
         timed("the levels' matrices made the cycle's", t)?;
-        specs.push(LevelSpec { a, dinv, steps: smoother_steps(smoother, level.rho), transfer });
+        specs.push(LevelSpec { a: Arc::new(a), dinv, steps: smoother_steps(smoother, level.rho), transfer });
     }
     let t = Instant::now();
     let inverse = built.coarse_inverse.as_ref().map(|c| backend.matrix(&c.cast::<T>())).transpose()?;
