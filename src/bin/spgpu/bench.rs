@@ -1,9 +1,9 @@
 //! `spgpu bench`: the command line's arguments; the harness is [`spgpu::bench`].
 
-use crate::CliResult;
+use crate::{files, CliResult, UsageError};
 use spgpu::bench::{Options, Precision, Suite};
 use spgpu::gpu::KernelChoice;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `spgpu bench`.
 #[derive(clap::Args, Debug)]
@@ -96,8 +96,21 @@ fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     s.trim().parse::<KernelChoice>().map_err(|e| e.to_string())
 }
 
-/// Runs `spgpu bench`.
+/// Runs `spgpu bench`, every output checked first.
 pub fn run(args: Args) -> CliResult {
+    let outputs: Vec<(&str, &Path)> =
+        [("--csv", &args.csv), ("--json", &args.json), ("--plot", &args.plot), ("--markdown", &args.markdown)]
+            .into_iter()
+            .filter_map(|(option, p)| p.as_deref().map(|p| (option, p)))
+            .collect();
+    if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
+        return Err(UsageError(format!(
+            "{option} -: spgpu bench prints its summary on standard output; give {option} a file"
+        ))
+        .into());
+    }
+    let inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).chain(args.from_csv.as_deref()).collect();
+    files::check_outputs(&inputs, &outputs)?;
     spgpu::bench::run(&args.options())
 }
 

@@ -10,8 +10,12 @@
 //! kernels (`spgpu::solver::cg_vector_bytes`), over the copy bandwidth (`--bandwidth-gbs`,
 //! default the H200's measured 4280 GB/s). A tolerance below what the precision can reach
 //! is flagged before the solve.
+//!
+//! The outputs (`-o`, `--history`) are checked before the matrix is read and written
+//! atomically (`crate::files`), whether or not standard output is still open; with `-o -`
+//! or `--history -` the report goes to standard error.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,7 +27,10 @@ use spgpu::solver::{
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
-use crate::CliResult;
+use crate::{files, CliResult, UsageError};
+
+mod report;
+use report::{shown, Say};
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
 /// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
@@ -73,8 +80,8 @@ impl Solution {
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The matrix A: a Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N,
-    /// lap3d:N, stencil27:N, banded:N:H, ...).
+    /// The matrix A: a Matrix Market file, `-` for standard input, or a generated matrix
+    /// `gen:NAME` (lap2d:N, lap3d:N, stencil27:N, banded:N:H, ...).
     pub matrix: String,
     /// The right-hand side b (Matrix Market array or coordinate vector); default `A * s` for
     /// the known solution `s` of --solution.
@@ -133,10 +140,10 @@ pub struct Args {
     /// Where to solve: auto (the GPU, or the CPU with a notice when there is none), gpu or cpu.
     #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "cpu"])]
     pub device: String,
-    /// Write the solution x to this Matrix Market file.
+    /// Write the solution x to this Matrix Market file (`-`: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Write the residual norm of every iteration to this CSV file.
+    /// Write the residual norm of every iteration to this CSV file (`-`: standard output).
     #[arg(long)]
     pub history: Option<PathBuf>,
     /// Refuse a matrix that is not symmetric (default: warn and solve anyway).
@@ -249,6 +256,21 @@ pub fn run(args: Args) -> CliResult {
     if !(args.bandwidth_gbs.is_finite() && args.bandwidth_gbs > 0.0) {
         return Err(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs).into());
     }
+    // Every output checked before anything is read; none may be an input.
+    let inputs: Vec<&Path> = [Some(Path::new(&args.matrix)), args.rhs.as_deref(), args.x0.as_deref()]
+        .into_iter()
+        .chain([args.near_nullspace.as_deref()])
+        .flatten()
+        .collect();
+    let outputs: Vec<(&str, &Path)> = [("-o", args.output.as_deref()), ("--history", args.history.as_deref())]
+        .into_iter()
+        .filter_map(|(o, p)| p.map(|p| (o, p)))
+        .collect();
+    files::check_outputs(&inputs, &outputs)?;
+    let stdins = inputs.iter().filter(|p| files::is_stdio(p)).count();
+    if stdins > 1 {
+        return Err(UsageError(format!("{stdins} inputs read standard input (-); at most one can")).into());
+    }
     match args.precision.as_str() {
         "f32" => run_typed::<f32>(&args),
         _ => run_typed::<f64>(&args),
@@ -308,9 +330,19 @@ enum Target {
     Gpu(&'static Context),
 }
 
+/// Reads a vector option's file (`-`: standard input).
+fn read_vector_arg<T: Scalar>(path: &Path) -> Result<Vec<T>, spgpu::Error> {
+    if files::is_stdio(path) {
+        spgpu::io::read_vector_from_reader::<T>(std::io::stdin())
+            .map_err(|e| files::named(e, Path::new(files::STDIN_NAME)))
+    } else {
+        spgpu::io::read_vector::<T>(path)
+    }
+}
+
 fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     let t_read = Instant::now();
-    let mut a = spgpu::io::load_matrix::<T>(&args.matrix)?;
+    let mut a = crate::load_matrix::<T>(&args.matrix)?;
     if let Some(n) = args.leading {
         a = leading_block(&a, n)?;
     }
@@ -340,7 +372,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         eprintln!("spgpu cg: warning: {msg}; solving anyway");
     }
     let (b, known_solution) = match &args.rhs {
-        Some(path) => (spgpu::io::read_vector::<T>(path)?, None),
+        Some(path) => (read_vector_arg::<T>(path)?, None),
         None => {
             let s = args.solution.vector::<T>(n);
             let mut b = vec![T::ZERO; n];
@@ -351,7 +383,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     check_vector("b", &b, n)?;
     let x0 = match &args.x0 {
         Some(path) => {
-            let x0 = spgpu::io::read_vector::<T>(path)?;
+            let x0 = read_vector_arg::<T>(path)?;
             check_vector("x0", &x0, n)?;
             x0
         }
@@ -388,7 +420,8 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         use_graphs: !args.no_graphs,
         ..CgParams::default()
     };
-    println!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME);
+    let say = Say::for_args(args);
+    say.line(&format!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME))?;
     let b_norm = Backend::<T>::norm(&Host, &b)?.value();
     if let Some(w) = params.precision_warning::<T>(n, b_norm) {
         eprintln!("spgpu cg: warning: {w}");
@@ -443,14 +476,18 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         Err(e) => e.report(),
     };
     if let Some(r) = report {
-        print_summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_)?;
-        if let (Some(path), Some(h)) = (&args.history, &r.history) {
-            write_history(path, h, r.b_norm)?;
-        }
+        let text = summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_);
+        say.line(text.trim_end())?;
     }
     if let Some(path) = &args.output {
-        spgpu::io::write_vector(path, &x)?;
-        println!("solution written to {}", path.display());
+        files::write(path, |w| spgpu::io::write_vector_to_writer(w, &x))?;
+        eprintln!("solution written to {}", shown(path));
+    }
+    if let Some(r) = report {
+        if let (Some(path), Some(h)) = (&args.history, &r.history) {
+            let rows: Vec<(usize, f64)> = h.iter().copied().enumerate().collect();
+            write_history(path, &rows, r.b_norm)?;
+        }
     }
     result.map(|_| ()).map_err(|e| e.into())
 }
@@ -561,8 +598,9 @@ where
     Ok(result)
 }
 
+/// The text report of a solve (the warnings go to standard error).
 #[allow(clippy::too_many_arguments)]
-fn print_summary<T: Scalar>(
+fn summary<T: Scalar>(
     args: &Args,
     r: &CgReport,
     a: &CsrMatrix<T>,
@@ -571,7 +609,15 @@ fn print_summary<T: Scalar>(
     read_time: Duration,
     upload_time: Duration,
     where_: &str,
-) -> CliResult {
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    macro_rules! println {
+        ($($arg:tt)*) => {
+            let _ = writeln!(out, $($arg)*);
+        };
+    }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("device: {where_}; preconditioner: {}", r.preconditioner);
     println!("stop: {} after {} iterations ({} restarts)", r.stop_reason, r.iterations, r.restarts);
@@ -621,8 +667,7 @@ fn print_summary<T: Scalar>(
     } else if r.iterations > 0 {
         println!("per iteration (one V-cycle each): {:.2} us", r.time_per_iteration().as_secs_f64() * 1e6);
     }
-    std::io::stdout().flush()?;
-    Ok(())
+    out
 }
 
 /// The time per iteration against the bytes-moved floor of an iteration: the SpMV's bytes
@@ -653,13 +698,15 @@ fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: 
     )
 }
 
-/// Writes `iteration,residual_norm,relative_residual` lines.
-fn write_history(path: &Path, history: &[f64], b_norm: f64) -> CliResult {
-    let mut out = String::from("iteration,residual_norm,relative_residual\n");
-    for (k, h) in history.iter().enumerate() {
-        out.push_str(&format!("{k},{h:e},{:e}\n", h / b_norm.max(f64::MIN_POSITIVE)));
-    }
-    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("residual history written to {}", path.display());
+/// Writes `iteration,residual_norm,relative_residual` lines, one per `(iteration, norm)`.
+fn write_history(path: &Path, history: &[(usize, f64)], b_norm: f64) -> CliResult {
+    files::write(path, |w| {
+        writeln!(w, "iteration,residual_norm,relative_residual")?;
+        for &(k, h) in history {
+            writeln!(w, "{k},{h:e},{:e}", h / b_norm.max(f64::MIN_POSITIVE))?;
+        }
+        Ok(())
+    })?;
+    eprintln!("residual history written to {}", shown(path));
     Ok(())
 }

@@ -9,16 +9,17 @@
 
 use spgpu::gpu::hot::{HotColumns, HOT_BYTES_PER_BLOCK};
 use spgpu::gpu::{KernelChoice, SpmvPlan};
-use spgpu::{io, CsrMatrix};
+use spgpu::CsrMatrix;
 
 use crate::CliResult;
 
 /// Arguments of `spgpu info`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
-    /// (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K, powerlaw:R, rmat:S:E, web:N,
-    /// circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME, ...).
+    /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
+    /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
+    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME,
+    /// ...).
     pub matrix: String,
 }
 
@@ -75,24 +76,25 @@ fn symmetry(a: &CsrMatrix<f64>) -> Option<Symmetry> {
 
 /// Runs `spgpu info`.
 pub fn run(args: Args) -> CliResult {
-    let a: CsrMatrix<f64> = if args.matrix.starts_with("gen:") {
-        let a = crate::load_matrix(&args.matrix)?;
-        outln!("matrix:          {} (generated)", args.matrix)?;
-        outln!("stored entries:  {}", a.nnz())?;
-        a
-    } else {
-        let (h, a) = io::read_csr_with_header::<f64>(&args.matrix)?;
-        outln!("file:            {}", args.matrix)?;
-        outln!(
-            "banner:          %%MatrixMarket {} {} {} {}",
-            h.object.keyword(),
-            h.format.keyword(),
-            h.field.keyword(),
-            h.symmetry.keyword()
-        )?;
-        outln!("stored entries:  {} (in the file)", h.entries)?;
-        a
-    };
+    let (header, a) = crate::load_with_header::<f64>(&args.matrix, true)?;
+    match &header {
+        Some(h) => {
+            outln!("file:            {}", if args.matrix == "-" { "standard input" } else { &args.matrix })?;
+            outln!(
+                "banner:          %%MatrixMarket {} {} {} {}",
+                h.object.keyword(),
+                h.format.keyword(),
+                h.field.keyword(),
+                h.symmetry.keyword()
+            )?;
+            outln!("stored entries:  {} (in the file)", h.entries)?;
+        }
+        None if args.matrix.starts_with("gen:") => {
+            outln!("matrix:          {} (generated)", args.matrix)?;
+            outln!("stored entries:  {}", a.nnz())?;
+        }
+        None => outln!("file:            {} (its header is not in its first MiB)", args.matrix)?,
+    }
     outln!("dimensions:      {} x {}", a.nrows(), a.ncols())?;
     let cells = a.nrows() as f64 * a.ncols() as f64;
     let density = if cells > 0.0 { a.nnz() as f64 / cells } else { 0.0 };

@@ -3,8 +3,13 @@
 //! Each subcommand lives in its own module with an `Args` struct (clap) and a `run`
 //! function. Errors are printed as one line, `spgpu: <message>`, with no backtrace, and the
 //! exit status says what kind of fault it was ([`EXIT_STATUS`], `docs/cli.md`): 0 success,
-//! 1 failure, 2 usage error. Output goes through [`outln!`] and [`out!`], whose failures are
-//! errors, so that a closed pipe (`spgpu info m.mtx | head -1`) ends the command quietly.
+//! 1 failure, 2 usage error, 130 Ctrl-C. Output goes through [`outln!`] and [`out!`], whose
+//! failures are errors, so that a closed pipe (`spgpu info m.mtx | head -1`) ends the
+//! command quietly; a report that must not stop the files still to be written goes through
+//! [`reportln!`], which drops what a closed pipe cannot take. Data written to standard
+//! output is only data: status lines go to standard error. Files are read and written
+//! through [`files`]: `-` for standard input and output, outputs checked before the work,
+//! written atomically.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -28,12 +33,42 @@ macro_rules! out {
     }};
 }
 
+/// Writes a line of a report to standard output, like [`outln!`], except that a closed
+/// pipe is not an error: the line is dropped (and so is the rest of the report), and the
+/// command goes on to write its files. Other write errors are returned.
+macro_rules! reportln {
+    ($($arg:tt)*) => {
+        crate::report(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod cg;
 mod convert;
+mod files;
 mod gen;
 mod info;
+mod progress;
+mod signal;
 mod spmv;
+
+/// Whether a write of [`reportln!`] found standard output closed.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The body of [`reportln!`]: one line to standard output, nothing once it is closed.
+pub fn report(line: std::fmt::Arguments) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    match writeln!(std::io::stdout().lock(), "{line}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        other => other,
+    }
+}
 
 /// What a subcommand returns: any error is printed on one line.
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
@@ -60,8 +95,9 @@ Exit status:
        file and line), not enough memory, a GPU error, a result that fails its check, a solve
        that does not converge
   2    usage error: an unknown subcommand or option, a missing or malformed argument (a `gen:`
-       name included), options that do not go together
-  101  an internal error (a panic): a bug, please report it";
+       name included), options that do not go together, an output that is an input
+  101  an internal error (a panic): a bug, please report it
+  130  interrupted by Ctrl-C";
 
 /// Sparse matrix-vector products and conjugate gradient on NVIDIA GPUs.
 #[derive(Parser)]
@@ -87,32 +123,62 @@ enum Command {
     Bench(bench::Args),
 }
 
-/// Loads the matrix named on the command line: a generated `gen:NAME` or a Matrix Market
-/// file. A malformed `gen:` name is a [`UsageError`]; a file that cannot be read, or a matrix
-/// that does not fit in memory, is an ordinary error.
+/// Loads the matrix named on the command line: a generated `gen:NAME`, a Matrix Market
+/// file, or `-` for standard input. A malformed `gen:` name is a [`UsageError`]; a file that cannot be read, or a matrix that does not fit in memory, is
+/// an ordinary error. Generating, reading standard input and reading a large file show
+/// progress on a terminal.
 pub fn load_matrix<T: spgpu::Scalar>(spec: &str) -> Result<spgpu::CsrMatrix<T>, Box<dyn std::error::Error>> {
-    if spec.starts_with("gen:") {
-        spgpu::gen::from_spec::<T>(spec).map_err(|e| match e {
-            spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
-            e => e.into(),
-        })
-    } else {
-        Ok(spgpu::io::read_csr::<T>(spec)?)
-    }
+    load_with_header(spec, false).map(|(_, a)| a)
 }
 
-/// `spgpu gen` reports its argument faults as bare messages (`--size is required`, an
-/// unknown generator) or as [`spgpu::Error::InvalidArgument`] (a malformed name, a
-/// `--symmetric` that does not fit the generator): its matrix is a function of its
-/// arguments, so both are usage errors.
+/// [`load_matrix`], with the Matrix Market header when `header` is asked for and the
+/// matrix is read (`None` for a generated matrix, or a header that standard input's first
+/// MiB does not hold).
+pub fn load_with_header<T: spgpu::Scalar>(
+    spec: &str,
+    header: bool,
+) -> Result<(Option<spgpu::io::MatrixMarketHeader>, spgpu::CsrMatrix<T>), Box<dyn std::error::Error>> {
+    if spec.starts_with("gen:") {
+        let bar = progress::spinner(&format!("generating {spec}"));
+        let a = spgpu::gen::from_spec::<T>(spec);
+        bar.finish_and_clear();
+        return a.map(|a| (None, a)).map_err(|e| match e {
+            spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
+            e => e.into(),
+        });
+    }
+    let path = std::path::Path::new(spec);
+    let streamed =
+        files::streamed(path).map_err(|source| spgpu::Error::Io { path: Some(path.to_path_buf()), source })?;
+    Ok(match streamed {
+        None if header => {
+            let (h, a) = spgpu::io::read_csr_with_header::<T>(path)?;
+            (Some(h), a)
+        }
+        None => (None, spgpu::io::read_csr::<T>(path)?),
+        Some((reader, name)) if header => {
+            let (reader, kept) = files::Prefix::new(reader, 1 << 20);
+            let a = spgpu::io::read_csr_from_reader::<T>(reader).map_err(|e| files::named(e, &name))?;
+            let kept = kept.lock().map(|k| k.clone()).unwrap_or_default();
+            (spgpu::io::read_header_from_reader(&kept[..]).ok(), a)
+        }
+        Some((reader, name)) => {
+            (None, spgpu::io::read_csr_from_reader::<T>(reader).map_err(|e| files::named(e, &name))?)
+        }
+    })
+}
+
+/// `spgpu gen` reports its argument faults as [`UsageError`]s (`--size is required`, an
+/// unknown generator) or as [`spgpu::Error::InvalidArgument`] (a `--symmetric` that does not
+/// fit the generator): its matrix is a function of its arguments, so both are usage errors.
+/// Other errors (a file that cannot be written, not enough memory) stay as they are.
 fn gen_usage(e: Box<dyn std::error::Error>) -> Box<dyn std::error::Error> {
     match e.downcast::<spgpu::Error>() {
         Ok(e) => match *e {
             spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
             e => e.into(),
         },
-        Err(e) if e.is::<UsageError>() => e,
-        Err(e) => UsageError(e.to_string()).into(),
+        Err(e) => e,
     }
 }
 
@@ -160,6 +226,7 @@ fn quiet_on_closed_pipe() {
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
+    signal::install();
     // clap prints its own usage errors and exits with status 2 (0 for --help, --version).
     let cli = Cli::parse();
     let result = match cli.command {
@@ -204,8 +271,10 @@ mod tests {
 
     #[test]
     fn gen_argument_faults_are_usage_errors() {
-        let bare: Box<dyn std::error::Error> = "spgpu gen lap2d: --size is required".into();
-        assert!(gen_usage(bare).is::<UsageError>());
+        let usage: Box<dyn std::error::Error> = UsageError("spgpu gen lap2d: --size is required".into()).into();
+        assert!(gen_usage(usage).is::<UsageError>());
+        let unwritable: Box<dyn std::error::Error> = "-o x/y.mtx: cannot be written".into();
+        assert!(!gen_usage(unwritable).is::<UsageError>());
         let invalid: Box<dyn std::error::Error> = spgpu::Error::InvalidArgument("x".into()).into();
         assert!(gen_usage(invalid).is::<UsageError>());
         let io: Box<dyn std::error::Error> = spgpu::Error::from(std::io::Error::other("disk full")).into();

@@ -7,7 +7,7 @@
 //! bandwidth of the minimal-bytes model (`docs/gpu-notes.md`):
 //! `nnz*(4 + val) + (rows + 1)*4 + cols*val + rows*val` bytes, plus `rows*val` more when
 //! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
-//! a GPU it says so on one line and runs the CPU reference only.
+//! a GPU it says so on one line (on standard error) and runs the CPU reference only.
 
 use std::time::Instant;
 
@@ -25,9 +25,10 @@ const COPY_BANDWIDTH: f64 = 4.28e12;
 /// Arguments of `spgpu spmv`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
-    /// (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K, powerlaw:R, rmat:S:E, web:N,
-    /// circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME, ...).
+    /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
+    /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
+    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME,
+    /// ...).
     pub matrix: String,
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
     /// 32), balanced, balanced:N (N = 256 or 512 threads per row block), sell, ell; or a
@@ -126,7 +127,7 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let ctx = match Context::global() {
         Ok(ctx) => ctx,
         Err(e) if e.is_no_device() => {
-            outln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6)?;
+            eprintln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
                 let hint = SpmvPlan::column_layout(&a, &stats, choice, &spgpu::gpu::Tuning::from_env());
                 outln!("{}", SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?.explain())?;

@@ -1,0 +1,294 @@
+//! The command line as a Unix tool (`docs/cli.md`): data on standard output is only data,
+//! `-` for standard input and output, outputs checked before the work and written
+//! atomically, never over an input, files written whether or not standard output is
+//! open, Ctrl-C during a write.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn spgpu(args: &[&str]) -> Output {
+    Command::new(common::spgpu_binary()).args(args).output().expect("running spgpu")
+}
+
+/// `spgpu ARGS` with `input` on standard input.
+fn spgpu_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(common::spgpu_binary())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running spgpu");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // written from a thread: spgpu may write its output before it has read everything
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("waiting for spgpu");
+    feeder.join().unwrap();
+    out
+}
+
+fn data(rel: &str) -> String {
+    common::crate_root().join("tests/data").join(rel).to_str().unwrap().to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch directory, removed by the test at its end.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("spgpu-cli-unix-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn data_on_standard_output_is_only_data() {
+    let a = spgpu::gen::laplacian_2d::<f64>(30);
+    // gen and convert to /dev/stdout and to `-`: the status line is on stderr, the matrix
+    // reads back exactly
+    for args in [
+        vec!["gen", "lap2d:30", "-o", "-"],
+        vec!["gen", "lap2d:30", "-o", "/dev/stdout"],
+        vec!["gen", "gen:lap2d:30", "-o", "-"],
+        vec!["convert", "gen:lap2d:30", "/dev/stdout"],
+        vec!["convert", "gen:lap2d:30", "-"],
+    ] {
+        let o = spgpu(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let back = spgpu::io::read_csr_from_reader::<f64>(&o.stdout[..]).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert_eq!(back, a, "{args:?}");
+        assert!(stdout(&o).starts_with("%%MatrixMarket matrix coordinate real general\n"), "{args:?}");
+        assert!(!stdout(&o).contains("wrote"), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("wrote standard output: ") || err.starts_with("wrote /dev/stdout: "), "{err}");
+    }
+    // `gen gen:NAME` names its matrix once
+    let o = spgpu(&["gen", "gen:lap2d:30", "-o", "-"]);
+    assert!(stderr(&o).contains(": gen:lap2d:30, 900 x 900") && !stderr(&o).contains("gen:gen:"), "{}", stderr(&o));
+
+    // `spgpu gen lap2d:30 -o - | spgpu info -`, and convert - -
+    let matrix = spgpu(&["gen", "lap2d:30", "-o", "-"]).stdout;
+    let o = spgpu_with_stdin(&["info", "-"], &matrix);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("dimensions:      900 x 900"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("banner:          %%MatrixMarket matrix coordinate real general"), "{}", stdout(&o));
+    let o = spgpu_with_stdin(&["convert", "-", "-"], &matrix);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(spgpu::io::read_csr_from_reader::<f64>(&o.stdout[..]).unwrap(), a);
+    // a malformed standard input names itself
+    let o = spgpu_with_stdin(&["info", "-"], b"%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("spgpu: <stdin>:3: index out of range"), "{}", stderr(&o));
+    // cg reads A from standard input, and with `-o -` writes only x there (its report on stderr)
+    let o = spgpu_with_stdin(&["cg", "-", "--device", "cpu", "-o", "-"], &matrix);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let x = spgpu::io::read_vector_from_reader::<f64>(&o.stdout[..]).unwrap();
+    assert_eq!(x.len(), 900);
+    assert!(stderr(&o).contains("stop: converged"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_before_any_work() {
+    let dir = scratch("same");
+    let a = dir.join("A.mtx");
+    assert!(spgpu(&["gen", "lap2d:20", "-o", s(&a)]).status.success());
+    let before = std::fs::read(&a).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let link = dir.join("link.mtx");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let hard = dir.join("hard.mtx");
+    std::fs::hard_link(&a, &hard).unwrap();
+    let dotted = dir.join("sub/../A.mtx");
+    for (args, option) in [
+        (vec!["cg", s(&a), "--device", "cpu", "-o", s(&a)], "-o"),
+        (vec!["cg", s(&a), "--device", "cpu", "-o", s(&dotted)], "-o"),
+        (vec!["cg", s(&a), "--device", "cpu", "-o", s(&link)], "-o"),
+        (vec!["cg", s(&link), "--device", "cpu", "-o", s(&hard)], "-o"),
+        (vec!["cg", "gen:lap2d:20", "--device", "cpu", "--rhs", s(&a), "--history", s(&a)], "--history"),
+        (vec!["convert", s(&a), s(&hard)], "the output"),
+    ] {
+        let t = Instant::now();
+        let o = spgpu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("spgpu: {option} ")) && err.contains("(the same file)"), "{err}");
+        assert!(stdout(&o).is_empty(), "{args:?}: nothing solved: {}", stdout(&o));
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(std::fs::read(&a).unwrap(), before, "{args:?} changed the input");
+    }
+    // two outputs that are one file, two on standard output
+    let x = dir.join("x.mtx");
+    for args in [
+        vec!["cg", "gen:lap2d:5", "--device", "cpu", "-o", s(&x), "--history", s(&x)],
+        vec!["cg", "gen:lap2d:5", "--device", "cpu", "-o", "-", "--history", "-"],
+    ] {
+        let o = spgpu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("both write to"), "{}", stderr(&o));
+    }
+    assert_eq!(names(&dir), ["A.mtx", "hard.mtx", "link.mtx", "sub"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_output_is_checked_before_the_work() {
+    let dir = scratch("check");
+    let ro = dir.join("ro.mtx");
+    std::fs::write(&ro, "old").unwrap();
+    let mut perm = std::fs::metadata(&ro).unwrap().permissions();
+    perm.set_readonly(true);
+    std::fs::set_permissions(&ro, perm).unwrap();
+    let missing = dir.join("missing/dir/x.mtx");
+    // lap2d:2000 takes many seconds to solve: a refusal after the solve would show
+    let big = ["cg", "gen:lap2d:2000", "--device", "cpu"];
+    for (extra, option, why) in [
+        (vec!["-o", s(&missing)], "-o", "no folder"),
+        (vec!["--history", s(&missing)], "--history", "no folder"),
+        (vec!["-o", s(&dir)], "-o", "it is a directory"),
+        (vec!["--history", s(&ro)], "--history", "read-only"),
+    ] {
+        let args: Vec<&str> = big.iter().copied().chain(extra).collect();
+        let t = Instant::now();
+        let o = spgpu(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("spgpu: {option} ")) && err.contains(why), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", t.elapsed());
+    }
+    // the same for gen, convert and bench
+    for args in [
+        vec!["gen", "lap2d:2000", "-o", s(&missing)],
+        vec!["convert", "gen:lap2d:2000", s(&missing)],
+        vec!["bench", "--gen", "lap2d:2000", "--csv", s(&missing)],
+        vec!["bench", "--gen", "lap2d:2000", "--markdown", s(&dir)],
+    ] {
+        let t = Instant::now();
+        let o = spgpu(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cannot be written"), "{args:?}: {}", stderr(&o));
+        assert!(t.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", t.elapsed());
+    }
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "old");
+    let mut perm = std::fs::metadata(&ro).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&ro, perm).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+    let dir = scratch("atomic");
+    let out = dir.join("out.mtx");
+    std::fs::write(&out, "the old content\n").unwrap();
+    // --symmetric on a matrix that is not: the writer fails after the header
+    let o = spgpu(&["convert", "--symmetric", &data("good/unsorted.mtx"), s(&out)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "the old content\n");
+    assert_eq!(names(&dir), ["out.mtx"]);
+    // a successful write replaces it whole, and leaves no temporary either
+    let o = spgpu(&["convert", &data("good/symmetric.mtx"), s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        spgpu::io::read_csr::<f64>(&out).unwrap(),
+        spgpu::io::read_csr::<f64>(data("good/symmetric.mtx")).unwrap()
+    );
+    let gz = dir.join("out.mtx.gz");
+    assert!(spgpu(&["gen", "lap2d:10", "-o", s(&gz)]).status.success());
+    assert_eq!(spgpu::io::read_csr::<f64>(&gz).unwrap(), spgpu::gen::laplacian_2d::<f64>(10));
+    assert_eq!(names(&dir), ["out.mtx", "out.mtx.gz"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn files_are_written_whether_or_not_standard_output_is_open() {
+    let dir = scratch("closed");
+    let (x, h) = (dir.join("x.mtx"), dir.join("h.csv"));
+    let args = ["cg", "gen:lap2d:40", "--device", "cpu", "-o", s(&x), "--history", s(&h)];
+    // standard output closed before the first line
+    let mut child =
+        Command::new(common::spgpu_binary()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(spgpu::io::read_vector::<f64>(&x).unwrap().len(), 1600);
+    assert!(std::fs::read_to_string(&h).unwrap().starts_with("iteration,residual_norm,relative_residual\n0,"));
+    std::fs::remove_file(&x).unwrap();
+    std::fs::remove_file(&h).unwrap();
+    // `| head -1`: one line read, then the pipe closed
+    let mut child =
+        Command::new(common::spgpu_binary()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("matrix: gen:lap2d:40"), "{first}");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(spgpu::io::read_vector::<f64>(&x).unwrap().len(), 1600);
+    assert!(h.is_file());
+    assert!(stderr(&o).contains("solution written to") && !stderr(&o).contains("panicked"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Whether this process ignores SIGINT (then so would spgpu, as started from here).
+fn sigint_ignored() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).map(str::trim).unwrap_or("0");
+    u64::from_str_radix(mask, 16).is_ok_and(|m| m & (1 << (2 - 1)) != 0)
+}
+
+#[test]
+fn ctrl_c_while_writing_leaves_no_temporary() {
+    if sigint_ignored() {
+        return;
+    }
+    let dir = scratch("ctrlc-write");
+    let out = dir.join("big.mtx");
+    std::fs::write(&out, "the old content\n").unwrap();
+    // about 150 MB of Matrix Market text, written for a while
+    let child = Command::new(common::spgpu_binary())
+        .args(["gen", "lap2d:2000", "-o", s(&out)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // once the temporary file beside the target is there, the matrix is being written
+    let t = Instant::now();
+    while !names(&dir).iter().any(|n| n.starts_with(".big.mtx.")) {
+        assert!(t.elapsed() < Duration::from_secs(60), "no temporary file appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "the old content\n");
+    assert_eq!(names(&dir), ["big.mtx"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
