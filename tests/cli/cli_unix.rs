@@ -1,7 +1,7 @@
 //! The command line as a Unix tool (`docs/cli.md`): data on standard output is only data,
 //! `-` for standard input and output, outputs checked before the work and written
 //! atomically, never over an input, files written whether or not standard output is
-//! open, Ctrl-C during a write.
+//! open, usage errors with status 2, `--gpu`, Ctrl-C during a write.
 
 use crate::common;
 
@@ -255,6 +255,84 @@ fn files_are_written_whether_or_not_standard_output_is_open() {
     assert!(h.is_file());
     assert!(stderr(&o).contains("solution written to") && !stderr(&o).contains("panicked"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn argument_values_out_of_range_are_usage_errors() {
+    for (args, expected) in [
+        (vec!["cg", "gen:lap2d:5", "--rtol=-1"], "spgpu: --rtol must be a finite number >= 0, got -1"),
+        (vec!["cg", "gen:lap2d:5", "--rtol", "-1"], "spgpu: --rtol must be a finite number >= 0, got -1"),
+        (vec!["cg", "gen:lap2d:5", "--rtol", "nan"], "spgpu: --rtol must be a finite number >= 0, got NaN"),
+        (vec!["cg", "gen:lap2d:5", "--rtol", "-x"], "error: invalid value '-x' for '--rtol <RTOL>'"),
+        (vec!["cg", "gen:lap2d:5", "--atol", "-1e-3"], "spgpu: --atol must be a finite number >= 0, got -0.001"),
+        (
+            vec!["cg", "gen:lap2d:5", "--bandwidth-gbs", "0"],
+            "spgpu: --bandwidth-gbs must be a finite number > 0, got 0",
+        ),
+        (
+            vec!["cg", "gen:lap2d:5", "--bandwidth-gbs", "-5"],
+            "spgpu: --bandwidth-gbs must be a finite number > 0, got -5",
+        ),
+        (vec!["cg", "gen:lap2d:5", "--leading", "5000"], "spgpu: --leading 5000: the matrix is only 25 x 25"),
+        (vec!["cg", "gen:lap2d:5", "--leading", "0"], "spgpu: --leading must be at least 1"),
+        (vec!["info", "gen:lap2d:100000000"], "spgpu: generated matrix 'gen:lap2d:100000000': rows is"),
+        (vec!["gen", "lap2d:100000000", "-o", "-"], "spgpu: generated matrix 'gen:lap2d:100000000': rows is"),
+        (vec!["bench", "--gen", "lap2d:5", "--csv", "-"], "spgpu: --csv -: spgpu bench prints its summary"),
+    ] {
+        let mut args = args.clone();
+        if args[0] == "cg" {
+            args.extend(["--device", "cpu"]);
+        }
+        let o = spgpu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(expected), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("tip:"), "{args:?}: {}", stderr(&o));
+    }
+    // the GPU ordinal: a malformed SPGPU_DEVICE is named once; --gpu takes precedence
+    for cmd in [&["spmv", "gen:lap2d:5"][..], &["cg", "gen:lap2d:5"], &["bench", "--gen", "lap2d:5"]] {
+        let o = Command::new(common::spgpu_binary()).args(cmd).env("SPGPU_DEVICE", "abc").output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "spgpu: SPGPU_DEVICE=\"abc\" is not a GPU ordinal (0, 1, ...); --gpu N chooses the GPU too\n"
+        );
+    }
+    let o = Command::new(common::spgpu_binary())
+        .args(["spmv", "gen:lap2d:5", "--gpu", "0", "--kernel", "scalar"])
+        .env("SPGPU_DEVICE", "abc")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = spgpu(&["cg", "gen:lap2d:5", "--gpu", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn the_gpu_is_chosen_with_gpu() {
+    if spgpu::gpu::Context::global().is_ok() {
+        // with a GPU, device 0 exists; the cg_gpu tests cover solving there
+        let o = spgpu(&["cg", "gen:lap2d:5", "--device", "gpu", "--gpu", "0"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        return;
+    }
+    // without one, --gpu names the device the driver is asked for, and fails as any GPU would
+    let o = spgpu(&["cg", "gen:lap2d:5", "--device", "gpu", "--gpu", "3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no CUDA device"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_without_a_gpu_says_it_needs_one() {
+    if spgpu::gpu::Context::global().is_ok() {
+        std::io::stderr().write_all(b"bench_without_a_gpu_says_it_needs_one: skipped: a GPU is present\n").ok();
+        return;
+    }
+    let o = spgpu(&["bench", "--gen", "lap2d:30"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("spgpu: spgpu bench needs a CUDA GPU, and there is none"), "{err}");
+    assert!(err.contains("--from-csv"), "{err}");
 }
 
 /// Whether this process ignores SIGINT (then so would spgpu, as started from here).

@@ -65,6 +65,8 @@ pub struct Args {
     /// run (no GPU needed).
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels"])]
     pub from_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
 }
 
 impl Args {
@@ -96,8 +98,10 @@ fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     s.trim().parse::<KernelChoice>().map_err(|e| e.to_string())
 }
 
-/// Runs `spgpu bench`, every output checked first.
+/// Runs `spgpu bench`: the GPU chosen, every output checked, and without a GPU (unless
+/// `--from-csv`) a one-line refusal that says a GPU is needed, before any matrix is made.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
     let outputs: Vec<(&str, &Path)> =
         [("--csv", &args.csv), ("--json", &args.json), ("--plot", &args.plot), ("--markdown", &args.markdown)]
             .into_iter()
@@ -111,6 +115,17 @@ pub fn run(args: Args) -> CliResult {
     }
     let inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).chain(args.from_csv.as_deref()).collect();
     files::check_outputs(&inputs, &outputs)?;
+    if args.from_csv.is_none() {
+        if let Err(e) = spgpu::gpu::Context::global() {
+            if e.is_no_device() {
+                return Err(format!(
+                    "spgpu bench needs a CUDA GPU, and there is none ({e}); `spgpu bench --from-csv RUN.csv` rebuilds \
+                     the summary of an earlier run without one"
+                )
+                .into());
+            }
+        }
+    }
     spgpu::bench::run(&args.options())
 }
 

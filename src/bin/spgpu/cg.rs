@@ -97,10 +97,10 @@ pub struct Args {
     #[arg(long)]
     pub x0: Option<PathBuf>,
     /// Relative tolerance: stop when ||b - A x|| <= max(rtol * ||b||, atol).
-    #[arg(long, default_value_t = 1e-8)]
+    #[arg(long, default_value_t = 1e-8, allow_hyphen_values = true)]
     pub rtol: f64,
     /// Absolute tolerance on ||b - A x||.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub atol: f64,
     /// Most iterations (default 10 * rows, at least 100).
     #[arg(long)]
@@ -146,6 +146,8 @@ pub struct Args {
     /// Write the residual norm of every iteration to this CSV file (`-`: standard output).
     #[arg(long)]
     pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
     /// Refuse a matrix that is not symmetric (default: warn and solve anyway).
     #[arg(long)]
     pub check_symmetric: bool,
@@ -162,7 +164,7 @@ pub struct Args {
     pub leading: Option<usize>,
     /// The copy bandwidth, in GB/s, that the bytes-moved floor of an iteration is divided
     /// by (default: 4280, measured on the H200).
-    #[arg(long, default_value_t = H200_COPY_GBS)]
+    #[arg(long, default_value_t = H200_COPY_GBS, allow_hyphen_values = true)]
     pub bandwidth_gbs: f64,
 }
 
@@ -248,13 +250,19 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
 
 /// Runs `spgpu cg`.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
     for (name, v) in [("--rtol", args.rtol), ("--atol", args.atol)] {
         if !(v.is_finite() && v >= 0.0) {
-            return Err(format!("{name} must be a finite number >= 0, got {v}").into());
+            return Err(UsageError(format!("{name} must be a finite number >= 0, got {v}")).into());
         }
     }
     if !(args.bandwidth_gbs.is_finite() && args.bandwidth_gbs > 0.0) {
-        return Err(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs).into());
+        return Err(
+            UsageError(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs)).into()
+        );
+    }
+    if args.leading == Some(0) {
+        return Err(UsageError("--leading must be at least 1".into()).into());
     }
     // Every output checked before anything is read; none may be an input.
     let inputs: Vec<&Path> = [Some(Path::new(&args.matrix)), args.rhs.as_deref(), args.x0.as_deref()]
@@ -280,7 +288,11 @@ pub fn run(args: Args) -> CliResult {
 /// The leading `n x n` block of `a`.
 fn leading_block<T: Scalar>(a: &CsrMatrix<T>, n: usize) -> Result<CsrMatrix<T>, String> {
     if n > a.nrows() || n > a.ncols() {
-        return Err(format!("--leading {n}: the matrix is only {} x {}", a.nrows(), a.ncols()));
+        return Err(format!(
+            "--leading {n}: the matrix is only {} x {}; N must be at most its rows and columns",
+            a.nrows(),
+            a.ncols()
+        ));
     }
     let (mut offsets, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     for i in 0..n {
@@ -344,7 +356,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     let t_read = Instant::now();
     let mut a = crate::load_matrix::<T>(&args.matrix)?;
     if let Some(n) = args.leading {
-        a = leading_block(&a, n)?;
+        a = leading_block(&a, n).map_err(UsageError)?;
     }
     let (n, nnz) = (a.nrows(), a.nnz());
     if a.nrows() != a.ncols() {

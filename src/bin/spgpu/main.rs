@@ -70,6 +70,42 @@ pub fn report(line: std::fmt::Arguments) -> std::io::Result<()> {
     }
 }
 
+/// `--gpu N`, for every command that uses the GPU.
+#[derive(clap::Args, Debug)]
+pub struct GpuArg {
+    /// The GPU to use, by CUDA ordinal (default: $SPGPU_DEVICE, else 0).
+    #[arg(long, value_name = "N")]
+    pub gpu: Option<u32>,
+}
+
+impl GpuArg {
+    /// Chooses the GPU before anything opens one: `--gpu N` sets `SPGPU_DEVICE`, which the
+    /// library reads when it makes its context; without it, a `SPGPU_DEVICE` that is not an
+    /// ordinal is a usage error here rather than a failure on first use.
+    ///
+    /// # Errors
+    ///
+    /// A [`UsageError`] for a `SPGPU_DEVICE` that is not a whole number.
+    pub fn apply(&self) -> Result<(), UsageError> {
+        let var = spgpu::gpu::DEVICE_ENV;
+        match self.gpu {
+            // Called first thing in a command, before any thread is started.
+            Some(n) => std::env::set_var(var, n.to_string()),
+            None => {
+                if let Some(v) = std::env::var_os(var) {
+                    let v = v.to_string_lossy();
+                    if v.trim().parse::<u32>().is_err() {
+                        return Err(UsageError(format!(
+                            "{var}={v:?} is not a GPU ordinal (0, 1, ...); --gpu N chooses the GPU too"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a subcommand returns: any error is printed on one line.
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -124,7 +160,8 @@ enum Command {
 }
 
 /// Loads the matrix named on the command line: a generated `gen:NAME`, a Matrix Market
-/// file, or `-` for standard input. A malformed `gen:` name is a [`UsageError`]; a file that cannot be read, or a matrix that does not fit in memory, is
+/// file, or `-` for standard input. A malformed `gen:` name, or one past the index limit, is
+/// a [`UsageError`]; a file that cannot be read, or a matrix that does not fit in memory, is
 /// an ordinary error. Generating, reading standard input and reading a large file show
 /// progress on a terminal.
 pub fn load_matrix<T: spgpu::Scalar>(spec: &str) -> Result<spgpu::CsrMatrix<T>, Box<dyn std::error::Error>> {
@@ -142,10 +179,7 @@ pub fn load_with_header<T: spgpu::Scalar>(
         let bar = progress::spinner(&format!("generating {spec}"));
         let a = spgpu::gen::from_spec::<T>(spec);
         bar.finish_and_clear();
-        return a.map(|a| (None, a)).map_err(|e| match e {
-            spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
-            e => e.into(),
-        });
+        return a.map(|a| (None, a)).map_err(|e| gen_error(spec, e));
     }
     let path = std::path::Path::new(spec);
     let streamed =
@@ -166,6 +200,17 @@ pub fn load_with_header<T: spgpu::Scalar>(
             (None, spgpu::io::read_csr_from_reader::<T>(reader).map_err(|e| files::named(e, &name))?)
         }
     })
+}
+
+/// A generator's error: a malformed name, or dimensions past the index limit, is a
+/// [`UsageError`] that names the matrix (the same name always fails); others stay as they
+/// are (not enough memory).
+fn gen_error(spec: &str, e: spgpu::Error) -> Box<dyn std::error::Error> {
+    match e {
+        spgpu::Error::InvalidArgument(m) => UsageError(m).into(),
+        spgpu::Error::Format(f) => UsageError(format!("generated matrix '{spec}': {f}")).into(),
+        e => e.into(),
+    }
 }
 
 /// `spgpu gen` reports its argument faults as [`UsageError`]s (`--size is required`, an
@@ -281,6 +326,8 @@ mod tests {
         assert!(gen_usage(io).is::<spgpu::Error>());
         assert!(load_matrix::<f64>("gen:nosuch:3").is_err_and(|e| e.is::<UsageError>()));
         assert!(load_matrix::<f64>("gen:lap2d:x").is_err_and(|e| e.is::<UsageError>()));
+        let past = load_matrix::<f64>("gen:lap2d:100000000").unwrap_err();
+        assert!(past.is::<UsageError>() && past.to_string().starts_with("generated matrix 'gen:lap2d:100000000': "));
         assert_eq!(load_matrix::<f64>("gen:lap2d:3").unwrap().nrows(), 9);
     }
 

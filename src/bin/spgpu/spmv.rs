@@ -8,6 +8,7 @@
 //! `nnz*(4 + val) + (rows + 1)*4 + cols*val + rows*val` bytes, plus `rows*val` more when
 //! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
 //! a GPU it says so on one line (on standard error) and runs the CPU reference only.
+//! `--gpu N` picks the GPU.
 
 use std::time::Instant;
 
@@ -45,18 +46,21 @@ pub struct Args {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub launches: u32,
     /// alpha in y = alpha*A*x + beta*y.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub alpha: f64,
     /// beta in y = alpha*A*x + beta*y (0: y is not read).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub beta: f64,
     /// Seed of the random x (and y when beta != 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
 }
 
 /// Runs `spgpu spmv`.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
     // An unknown kernel name is a usage error (status 2).
     let choices = args
         .kernel
