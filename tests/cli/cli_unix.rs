@@ -258,6 +258,28 @@ fn files_are_written_whether_or_not_standard_output_is_open() {
 }
 
 #[test]
+fn cg_refuses_a_header_of_300_million_rows_cleanly() {
+    // 150 million rows, no entries: the reader's row offsets (1.2 GB) fit in 4 GiB of address
+    // space, CG's vectors (9 x 1.2 GB) do not
+    let dir = scratch("huge");
+    let f = dir.join("rows.mtx");
+    std::fs::write(&f, "%%MatrixMarket matrix coordinate real general\n150000000 150000000 0\n").unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
+        .arg(common::spgpu_binary())
+        .args(["cg", s(&f), "--device", "cpu"])
+        .env("RAYON_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("spgpu: not enough host memory for the vectors of CG on 150000000 rows"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn argument_values_out_of_range_are_usage_errors() {
     for (args, expected) in [
         (vec!["cg", "gen:lap2d:5", "--rtol=-1"], "spgpu: --rtol must be a finite number >= 0, got -1"),
@@ -319,6 +341,17 @@ fn the_gpu_is_chosen_with_gpu() {
     let o = spgpu(&["cg", "gen:lap2d:5", "--device", "gpu", "--gpu", "3"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("no CUDA device"), "{}", stderr(&o));
+}
+
+#[test]
+fn on_the_cpu_cg_does_not_rate_itself_against_the_h200() {
+    let o = spgpu(&["cg", "gen:lap2d:20", "--device", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(!out.contains("H200") && !out.contains("x the floor"), "{out}");
+    assert!(out.contains("no bytes-moved floor on the CPU"), "{out}");
+    let o = spgpu(&["cg", "gen:lap2d:20", "--device", "cpu", "--bandwidth-gbs", "50"]);
+    assert!(stdout(&o).contains("/ 50 GB/s (from --bandwidth-gbs)") && stdout(&o).contains("x the floor"));
 }
 
 #[test]

@@ -8,8 +8,9 @@
 //! the bytes-moved floor of an iteration (`docs/cg.md`): the SpMV's bytes by the byte model
 //! of `spgpu bench` (`spgpu::bytes::csr_bytes`) plus the vector bytes of the fused CG
 //! kernels (`spgpu::solver::cg_vector_bytes`), over the copy bandwidth (`--bandwidth-gbs`,
-//! default the H200's measured 4280 GB/s). A tolerance below what the precision can reach
-//! is flagged before the solve.
+//! default on the GPU the H200's measured 4280 GB/s; on the CPU the floor is printed only
+//! with `--bandwidth-gbs`). A tolerance below what the precision can reach is flagged
+//! before the solve.
 //!
 //! The outputs (`-o`, `--history`) are checked before the matrix is read and written
 //! atomically (`crate::files`), whether or not standard output is still open; with `-o -`
@@ -163,9 +164,10 @@ pub struct Args {
     #[arg(long)]
     pub leading: Option<usize>,
     /// The copy bandwidth, in GB/s, that the bytes-moved floor of an iteration is divided
-    /// by (default: 4280, measured on the H200).
-    #[arg(long, default_value_t = H200_COPY_GBS, allow_hyphen_values = true)]
-    pub bandwidth_gbs: f64,
+    /// by (default on the GPU: 4280, measured on the H200; on the CPU no floor is printed
+    /// without it).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bandwidth_gbs: Option<f64>,
 }
 
 fn parse_smoother(s: &str) -> Result<Smoother, String> {
@@ -256,10 +258,8 @@ pub fn run(args: Args) -> CliResult {
             return Err(UsageError(format!("{name} must be a finite number >= 0, got {v}")).into());
         }
     }
-    if !(args.bandwidth_gbs.is_finite() && args.bandwidth_gbs > 0.0) {
-        return Err(
-            UsageError(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs)).into()
-        );
+    if let Some(bw) = args.bandwidth_gbs.filter(|bw| !(bw.is_finite() && *bw > 0.0)) {
+        return Err(UsageError(format!("--bandwidth-gbs must be a finite number > 0, got {bw}")).into());
     }
     if args.leading == Some(0) {
         return Err(UsageError("--leading must be at least 1".into()).into());
@@ -352,6 +352,11 @@ fn read_vector_arg<T: Scalar>(path: &Path) -> Result<Vec<T>, spgpu::Error> {
     }
 }
 
+/// Host vectors of `n` entries that a solve holds at its peak: the known solution, b, x0
+/// (the iterate on the CPU), the CPU backend's r, p, q and z, the downloaded or checked
+/// solution and the residual of the final check.
+const HOST_VECTORS: u64 = 9;
+
 fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     let t_read = Instant::now();
     let mut a = crate::load_matrix::<T>(&args.matrix)?;
@@ -359,6 +364,12 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         a = leading_block(&a, n).map_err(UsageError)?;
     }
     let (n, nnz) = (a.nrows(), a.nnz());
+    // The vectors are sized by the rows alone (a file can announce 300 million rows and no
+    // entries): checked before any is allocated.
+    spgpu::io::check_memory(
+        &format!("the vectors of CG on {n} rows ({HOST_VECTORS} x {n} {})", T::NAME),
+        HOST_VECTORS.saturating_mul(n as u64).saturating_mul(T::BYTES as u64),
+    )?;
     if a.nrows() != a.ncols() {
         return Err(format!("CG needs a square matrix; {} is {} x {}", args.matrix, a.nrows(), a.ncols()).into());
     }
@@ -487,8 +498,16 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         Ok(r) => Some(r),
         Err(e) => e.report(),
     };
+    let floor = match (args.bandwidth_gbs, &target) {
+        (Some(bw), _) => Some((bw, "from --bandwidth-gbs")),
+        (None, Target::Gpu(_)) => Some((
+            H200_COPY_GBS,
+            "the H200's measured copy bandwidth, the default; set --bandwidth-gbs for another device",
+        )),
+        (None, Target::Cpu) => None,
+    };
     if let Some(r) = report {
-        let text = summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_);
+        let text = summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_, floor);
         say.line(text.trim_end())?;
     }
     if let Some(path) = &args.output {
@@ -621,6 +640,7 @@ fn summary<T: Scalar>(
     read_time: Duration,
     upload_time: Duration,
     where_: &str,
+    floor: Option<(f64, &str)>,
 ) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -675,7 +695,7 @@ fn summary<T: Scalar>(
     }
     println!("time to solution (setup + solve): {:.2} ms", ms(r.setup_time + r.solve_time));
     if r.iterations > 0 && r.amg.is_none() {
-        println!("{}", per_iteration_line::<T>(a, r, args.bandwidth_gbs));
+        println!("{}", per_iteration_line::<T>(a, r, floor));
     } else if r.iterations > 0 {
         println!("per iteration (one V-cycle each): {:.2} us", r.time_per_iteration().as_secs_f64() * 1e6);
     }
@@ -684,19 +704,17 @@ fn summary<T: Scalar>(
 
 /// The time per iteration against the bytes-moved floor of an iteration: the SpMV's bytes
 /// by the byte model of `spgpu bench` plus the vector bytes of the fused CG kernels, over
-/// `bandwidth_gbs` GB/s.
-fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: f64) -> String {
-    let n = a.nrows();
-    let spmv = spgpu::bytes::csr_bytes(n, n, a.nnz(), T::BYTES, false);
-    let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
-    let bytes = spmv + vectors;
+/// the bandwidth `floor` gives in GB/s (and where it comes from); the time alone without it.
+fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, floor: Option<(f64, &str)>) -> String {
     let secs = r.time_per_iteration().as_secs_f64();
-    let floor = bytes as f64 / (bandwidth_gbs * 1e9);
-    let source = if bandwidth_gbs == H200_COPY_GBS {
-        "the H200's measured copy bandwidth, the default; set --bandwidth-gbs for another device"
-    } else {
-        "from --bandwidth-gbs"
+    let Some((bandwidth_gbs, source)) = floor else {
+        return format!(
+            "per iteration: {:.2} us (no bytes-moved floor on the CPU: --bandwidth-gbs gives the host's bandwidth)",
+            secs * 1e6
+        );
     };
+    let (spmv, vectors, bytes) = floor_bytes(a, r);
+    let floor = bytes as f64 / (bandwidth_gbs * 1e9);
     format!(
         "per iteration: {:.2} us; bytes-moved floor {:.2} us = {:.1} MB (SpMV {:.1} MB by the bench byte model + \
          CG vectors {:.1} MB) / {bandwidth_gbs} GB/s ({source}); {:.2}x the floor, {:.1} GB/s effective",
@@ -708,6 +726,14 @@ fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: 
         secs / floor,
         spgpu::bytes::gbps(bytes, secs)
     )
+}
+
+/// The bytes an iteration moves at least: the SpMV's, the CG vectors', and their sum.
+fn floor_bytes<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport) -> (u64, u64, u64) {
+    let n = a.nrows();
+    let spmv = spgpu::bytes::csr_bytes(n, n, a.nnz(), T::BYTES, false);
+    let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
+    (spmv, vectors, spmv + vectors)
 }
 
 /// Writes `iteration,residual_norm,relative_residual` lines, one per `(iteration, norm)`.
