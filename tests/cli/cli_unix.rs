@@ -1,7 +1,7 @@
 //! The command line as a Unix tool (`docs/cli.md`): data on standard output is only data,
 //! `-` for standard input and output, outputs checked before the work and written
 //! atomically, never over an input, files written whether or not standard output is
-//! open, usage errors with status 2, `--gpu`, Ctrl-C during a write.
+//! open, usage errors with status 2, `--json`, `--gpu`, Ctrl-C during a write.
 
 use crate::common;
 
@@ -148,6 +148,7 @@ fn an_output_that_is_an_input_is_refused_before_any_work() {
     for args in [
         vec!["cg", "gen:lap2d:5", "--device", "cpu", "-o", s(&x), "--history", s(&x)],
         vec!["cg", "gen:lap2d:5", "--device", "cpu", "-o", "-", "--history", "-"],
+        vec!["cg", "gen:lap2d:5", "--device", "cpu", "-o", "-", "--json"],
     ] {
         let o = spgpu(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -366,6 +367,76 @@ fn bench_without_a_gpu_says_it_needs_one() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("spgpu: spgpu bench needs a CUDA GPU, and there is none"), "{err}");
     assert!(err.contains("--from-csv"), "{err}");
+}
+
+#[test]
+fn info_counts_nan_inf_and_explicit_zeros() {
+    let o = spgpu(&["info", &data("good/special_values.mtx")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "values:          1 NaN (the first at row 1, column 3), 2 infinite (the first at row 1, column 1), 0 \
+             explicit zeros"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    let o = spgpu_with_stdin(
+        &["info", "-", "--json"],
+        b"%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 0\n2 2 1\n3 2 0.0\n",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["values"]["explicit_zeros"]["count"], 2);
+    assert_eq!(v["values"]["explicit_zeros"]["first"], serde_json::json!({ "row": 1, "col": 1 }));
+    assert_eq!(v["values"]["nan"]["count"], 0);
+    assert_eq!(v["values"]["nan"]["first"], serde_json::Value::Null);
+}
+
+#[test]
+fn json_is_one_object_on_standard_output() {
+    let o = spgpu(&["info", &data("good/symmetric.mtx"), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("info --json");
+    assert_eq!((v["spgpu_json"].as_u64(), v["command"].as_str()), (Some(1), Some("info")));
+    assert_eq!((v["rows"].as_u64(), v["cols"].as_u64(), v["nnz"].as_u64()), (Some(3), Some(3), Some(6)));
+    assert_eq!(v["banner"]["symmetry"], "symmetric");
+    assert_eq!(v["stored_entries"], 4);
+    assert_eq!(v["symmetry"]["structural"], true);
+    assert!(v["plan"]["kernel"].is_string());
+
+    let o = spgpu(&["spmv", "gen:lap2d:10", "--json", "--kernel", "auto,scalar"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("spmv --json");
+    assert_eq!((v["spgpu_json"].as_u64(), v["command"].as_str()), (Some(1), Some("spmv")));
+    assert_eq!(v["rows"], 100);
+    assert!(v["cpu_reference_us"].is_number());
+    if v["device"].is_null() {
+        assert_eq!(v["plans"].as_array().unwrap().len(), 2);
+    } else {
+        assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    }
+
+    let dir = scratch("json");
+    let x = dir.join("x.mtx");
+    let o = spgpu(&["cg", "gen:lap2d:20", "--device", "cpu", "--json", "-o", s(&x)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("cg --json");
+    assert_eq!((v["spgpu_json"].as_u64(), v["command"].as_str()), (Some(1), Some("cg")));
+    assert_eq!(v["converged"], true);
+    assert_eq!(v["stop_reason"], "converged");
+    assert!(v["iterations"].as_u64().unwrap() > 5);
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
+    assert!(v["error_against_known_solution"].as_f64().unwrap() < 1e-6);
+    assert!(v["times_ms"]["solve"].is_number());
+    assert_eq!(v["floor"], serde_json::Value::Null, "no floor on the CPU without --bandwidth-gbs");
+    assert_eq!(v["outputs"]["solution"], s(&x));
+    assert!(x.is_file());
+    // a solve that does not converge still prints its object, and fails
+    let o = spgpu(&["cg", "gen:lap2d:20", "--device", "cpu", "--json", "--max-iter", "3"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("cg --json");
+    assert_eq!((v["converged"].as_bool(), v["iterations"].as_u64()), (Some(false), Some(3)));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Whether this process ignores SIGINT (then so would spgpu, as started from here).

@@ -14,7 +14,7 @@
 //!
 //! The outputs (`-o`, `--history`) are checked before the matrix is read and written
 //! atomically (`crate::files`), whether or not standard output is still open; with `-o -`
-//! or `--history -` the report goes to standard error.
+//! or `--history -` the report goes to standard error, with `--json` it is one JSON object.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 use crate::{files, CliResult, UsageError};
 
 mod report;
-use report::{shown, Say};
+use report::{json_report, shown, Say};
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
 /// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
@@ -147,6 +147,9 @@ pub struct Args {
     /// Write the residual norm of every iteration to this CSV file (`-`: standard output).
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Print the report as one JSON object on standard output (`docs/cli.md`).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub gpu: crate::GpuArg,
     /// Refuse a matrix that is not symmetric (default: warn and solve anyway).
@@ -274,6 +277,11 @@ pub fn run(args: Args) -> CliResult {
         .into_iter()
         .filter_map(|(o, p)| p.map(|p| (o, p)))
         .collect();
+    if args.json {
+        if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
+            return Err(UsageError(format!("--json and {option} - both write to standard output")).into());
+        }
+    }
     files::check_outputs(&inputs, &outputs)?;
     let stdins = inputs.iter().filter(|p| files::is_stdio(p)).count();
     if stdins > 1 {
@@ -518,6 +526,11 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         if let (Some(path), Some(h)) = (&args.history, &r.history) {
             let rows: Vec<(usize, f64)> = h.iter().copied().enumerate().collect();
             write_history(path, &rows, r.b_norm)?;
+        }
+        if args.json {
+            let json =
+                json_report::<T>(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_, floor);
+            outln!("{json}")?;
         }
     }
     result.map(|_| ()).map_err(|e| e.into())
