@@ -1,11 +1,11 @@
 //! The command line as a Unix tool (`docs/cli.md`): data on standard output is only data,
 //! `-` for standard input and output, outputs checked before the work and written
 //! atomically, never over an input, files written whether or not standard output is
-//! open, usage errors with status 2, `--json`, `--gpu`, Ctrl-C during a write.
+//! open, usage errors with status 2, `--json`, `--gpu`, Ctrl-C with status 130.
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -444,6 +444,47 @@ fn sigint_ignored() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).map(str::trim).unwrap_or("0");
     u64::from_str_radix(mask, 16).is_ok_and(|m| m & (1 << (2 - 1)) != 0)
+}
+
+#[test]
+fn ctrl_c_during_cg_reports_saves_and_exits_130() {
+    if sigint_ignored() {
+        std::io::stderr().write_all(b"ctrl_c_during_cg_reports_saves_and_exits_130: skipped: SIGINT is ignored\n").ok();
+        return;
+    }
+    let dir = scratch("ctrlc");
+    let (x, h) = (dir.join("x.mtx"), dir.join("h.csv"));
+    // lap2d:700 on the CPU takes thousands of iterations, many seconds
+    let mut child = Command::new(common::spgpu_binary())
+        .args(["cg", "gen:lap2d:700", "--device", "cpu", "--max-iter", "100000", "-o", s(&x), "--history", s(&h)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("matrix: gen:lap2d:700"), "{first}");
+    // the solve has started (the line is printed just before it)
+    std::thread::sleep(Duration::from_millis(500));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{rest}\n{err}");
+    assert!(rest.contains("stop: interrupted (Ctrl-C) after"), "{rest}");
+    assert!(rest.contains("true relative residual"), "{rest}");
+    assert!(err.contains("spgpu: interrupted after") && err.contains("not converged"), "{err}");
+    // a readable partial solution, marked as not converged
+    let text = std::fs::read_to_string(&x).unwrap();
+    assert!(text.lines().nth(1).unwrap().starts_with("% not converged: interrupted (Ctrl-C) after"), "{text:.200}");
+    assert_eq!(spgpu::io::read_vector::<f64>(&x).unwrap().len(), 490_000);
+    let history = std::fs::read_to_string(&h).unwrap();
+    assert!(history.starts_with("iteration,residual_norm,relative_residual\n0,"), "{history}");
+    assert_eq!(names(&dir), ["h.csv", "x.mtx"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -15,12 +15,13 @@
 //! The outputs (`-o`, `--history`) are checked before the matrix is read and written
 //! atomically (`crate::files`), whether or not standard output is still open; with `-o -`
 //! or `--history -` the report goes to standard error, with `--json` it is one JSON object.
+//! Ctrl-C stops the solve at its next checkpoint: the report so far is printed, `-o` and
+//! `--history` are written with what there is, marked as not converged, and the status is
+//! 130.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
     build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
@@ -31,7 +32,8 @@ use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 use crate::{files, CliResult, UsageError};
 
 mod report;
-use report::{json_report, shown, Say};
+pub use report::is_stop;
+use report::{interrupted, interruptible, json_report, shown, Progress, Say, Stop, Watch};
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
 /// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
@@ -451,17 +453,20 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         use_graphs: !args.no_graphs,
         ..CgParams::default()
     };
+    // From here the first Ctrl-C stops the solve at its next checkpoint (Watch).
+    crate::signal::defer(true);
     let say = Say::for_args(args);
     say.line(&format!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME))?;
     let b_norm = Backend::<T>::norm(&Host, &b)?.value();
     if let Some(w) = params.precision_warning::<T>(n, b_norm) {
         eprintln!("spgpu cg: warning: {w}");
     }
+    let watch = Watch { quiet: args.json, ..Watch::default() };
 
     let (result, x, upload_time, where_) = match target {
         Target::Cpu => {
             let mut x = x0;
-            let res = solve(&Host, &a, &b, &mut x, &params, &a, b_norm)?;
+            let res = interruptible(|| solve(&Host, &a, &b, &mut x, &params, &a, b_norm, &watch))?;
             (res, x, Duration::ZERO, "CPU".to_string())
         }
         Target::Gpu(ctx) => {
@@ -476,7 +481,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 (
-                    solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)),
+                    interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch)).map(|r| (r, up)),
                     format!("ELL (width {width})"),
                 )
             } else {
@@ -495,11 +500,16 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
-                (solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)), what)
+                let res = interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch));
+                (res.map(|r| (r, up)), what)
             };
             let (res, up) = res?;
             (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
         }
+    };
+    crate::signal::defer(false);
+    let Some(result) = result else {
+        return interrupted(args, &say, &a, &b, &x, &watch, known_solution.as_deref(), &where_);
     };
 
     let report = match &result {
@@ -536,7 +546,9 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     result.map(|_| ()).map_err(|e| e.into())
 }
 
-/// Solves with the preconditioner `params` names, with a progress bar on a terminal.
+/// Solves with the preconditioner `params` names, with a progress bar on a terminal; the
+/// monitor records each checkpoint in `watch` and, after Ctrl-C, unwinds with [`Stop`].
+#[allow(clippy::too_many_arguments)]
 fn solve<T, B, A>(
     backend: &B,
     op: &A,
@@ -545,6 +557,7 @@ fn solve<T, B, A>(
     params: &CgParams,
     host: &CsrMatrix<T>,
     b_norm: f64,
+    watch: &Watch,
 ) -> Result<Result<CgReport, CgError>, Box<dyn std::error::Error>>
 where
     T: Scalar,
@@ -552,21 +565,16 @@ where
     A: LinearOperator<T, Vector = B::Vector>,
 {
     let d_b = backend.upload(b)?;
-    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(max_iter as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} cg {pos}/{len} iterations, {msg} [{elapsed_precise}]")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
     let b_norm = b_norm.max(f64::MIN_POSITIVE);
+    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
+    let mut progress = Progress::new(params, b_norm, max_iter, watch.quiet);
     let mut monitor = |ck: &Checkpoint| {
-        bar.set_position(ck.iterations as u64);
-        bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
+        watch.checkpoints.borrow_mut().push((ck.iterations, ck.rr.sqrt()));
+        progress.update(ck);
+        if crate::signal::interrupted() {
+            progress.bar.finish_and_clear();
+            std::panic::panic_any(Stop);
+        }
     };
     // The host diagonal, read once: Jacobi is built from it, and Auto on the device decides from it.
     let diagonal = if matches!(params.preconditioner, PreconditionerKind::Jacobi | PreconditionerKind::Auto) {
@@ -638,7 +646,7 @@ where
         }
         _ => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
     };
-    bar.finish_and_clear();
+    progress.bar.finish_and_clear();
     Ok(result)
 }
 

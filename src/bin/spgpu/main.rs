@@ -70,6 +70,18 @@ pub fn report(line: std::fmt::Arguments) -> std::io::Result<()> {
     }
 }
 
+/// A command stopped by Ctrl-C after saving what it could: exit status 130.
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// `--gpu N`, for every command that uses the GPU.
 #[derive(clap::Args, Debug)]
 pub struct GpuArg {
@@ -133,7 +145,7 @@ Exit status:
   2    usage error: an unknown subcommand or option, a missing or malformed argument (a `gen:`
        name included), options that do not go together, an output that is an input
   101  an internal error (a panic): a bug, please report it
-  130  interrupted by Ctrl-C";
+  130  interrupted by Ctrl-C (`spgpu cg` first prints its report so far and writes its outputs)";
 
 /// Sparse matrix-vector products and conjugate gradient on NVIDIA GPUs.
 #[derive(Parser)]
@@ -245,6 +257,7 @@ fn is_closed_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// Makes a `println!` (or `eprintln!`) that fails on a closed pipe end the process quietly
+/// (and the unwinding of a solve stopped by Ctrl-C pass silently)
 /// instead of panicking with a backtrace: status 0 for standard output (its reader has
 /// what it wanted), 1 for standard error. [`outln!`] turns such failures into errors; this
 /// covers the `println!`s of modules that do not use it.
@@ -252,6 +265,10 @@ fn quiet_on_closed_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
+        // a solve stopped by Ctrl-C, caught by cg::interruptible: nothing to say
+        if cg::is_stop(payload) {
+            return;
+        }
         let msg =
             payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied());
         if let Some(msg) = msg {
@@ -291,6 +308,8 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "spgpu: {e}");
             if e.is::<UsageError>() {
                 ExitCode::from(2)
+            } else if e.is::<Interrupted>() {
+                ExitCode::from(signal::INTERRUPTED_STATUS)
             } else {
                 ExitCode::FAILURE
             }

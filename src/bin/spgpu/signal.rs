@@ -1,17 +1,37 @@
 //! Ctrl-C (SIGINT): status 130, and never a half-written output file.
 //!
-//! [`install`] sets a handler for the whole process. It removes the temporary files of the
-//! outputs being written ([`register_temp`]: `unlink` is async-signal-safe) and ends the
-//! process with status 130, as the shell reports a command killed by the signal.
+//! [`install`] sets a handler for the whole process. By default it removes the temporary
+//! files of the outputs being written ([`register_temp`]: `unlink` is async-signal-safe)
+//! and ends the process with status 130, as the shell reports a command killed by the
+//! signal. Between [`defer`]`(true)` and `defer(false)` (`spgpu cg`'s solve) the first
+//! Ctrl-C only raises a flag ([`interrupted`]) that the solve reads at its next checkpoint,
+//! so that the report so far can be printed and the outputs written; a second one ends the
+//! process as above.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// The exit status of a command ended by Ctrl-C (128 + SIGINT).
 pub const INTERRUPTED_STATUS: u8 = 130;
 
+/// Set by the handler while deferring.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Whether the first Ctrl-C only raises [`INTERRUPTED`].
+static DEFER: AtomicBool = AtomicBool::new(false);
+
 /// Temporary files to remove when the process ends on Ctrl-C: NUL-terminated paths, never
 /// freed (a handler on another thread may be reading one; a few bytes per output file).
 static TEMPS: [AtomicPtr<u8>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
+
+/// Whether a Ctrl-C came while deferring.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Makes the first Ctrl-C raise [`interrupted`] instead of ending the process (`true`), or
+/// end it again (`false`).
+pub fn defer(on: bool) {
+    DEFER.store(on, Ordering::SeqCst);
+}
 
 /// A registered temporary file ([`register_temp`]); dropping it unregisters the path.
 pub struct TempGuard(Option<usize>);
@@ -44,6 +64,9 @@ pub fn register_temp(path: &std::path::Path) -> TempGuard {
 }
 
 extern "C" fn on_sigint(_: libc::c_int) {
+    if DEFER.load(Ordering::SeqCst) && !INTERRUPTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
     for t in &TEMPS {
         let p = t.load(Ordering::SeqCst);
         if !p.is_null() {
