@@ -7,3 +7,4 @@ mod common;
 mod bench_cli;
 mod cli_exit;
 mod cli_io;
+mod cli_unix;

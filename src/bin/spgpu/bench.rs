@@ -1,9 +1,9 @@
 //! `spgpu bench`: the command line's arguments; the harness is [`spgpu::bench`].
 
-use crate::CliResult;
+use crate::{files, CliResult, UsageError};
 use spgpu::bench::{Options, Precision, Suite};
 use spgpu::gpu::KernelChoice;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `spgpu bench`.
 #[derive(clap::Args, Debug)]
@@ -65,6 +65,8 @@ pub struct Args {
     /// run (no GPU needed).
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels"])]
     pub from_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
 }
 
 impl Args {
@@ -96,8 +98,34 @@ fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     s.trim().parse::<KernelChoice>().map_err(|e| e.to_string())
 }
 
-/// Runs `spgpu bench`.
+/// Runs `spgpu bench`: the GPU chosen, every output checked, and without a GPU (unless
+/// `--from-csv`) a one-line refusal that says a GPU is needed, before any matrix is made.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
+    let outputs: Vec<(&str, &Path)> =
+        [("--csv", &args.csv), ("--json", &args.json), ("--plot", &args.plot), ("--markdown", &args.markdown)]
+            .into_iter()
+            .filter_map(|(option, p)| p.as_deref().map(|p| (option, p)))
+            .collect();
+    if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
+        return Err(UsageError(format!(
+            "{option} -: spgpu bench prints its summary on standard output; give {option} a file"
+        ))
+        .into());
+    }
+    let inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).chain(args.from_csv.as_deref()).collect();
+    files::check_outputs(&inputs, &outputs)?;
+    if args.from_csv.is_none() {
+        if let Err(e) = spgpu::gpu::Context::global() {
+            if e.is_no_device() {
+                return Err(format!(
+                    "spgpu bench needs a CUDA GPU, and there is none ({e}); `spgpu bench --from-csv RUN.csv` rebuilds \
+                     the summary of an earlier run without one"
+                )
+                .into());
+            }
+        }
+    }
     spgpu::bench::run(&args.options())
 }
 

@@ -8,14 +8,20 @@
 //! the bytes-moved floor of an iteration (`docs/cg.md`): the SpMV's bytes by the byte model
 //! of `spgpu bench` (`spgpu::bytes::csr_bytes`) plus the vector bytes of the fused CG
 //! kernels (`spgpu::solver::cg_vector_bytes`), over the copy bandwidth (`--bandwidth-gbs`,
-//! default the H200's measured 4280 GB/s). A tolerance below what the precision can reach
-//! is flagged before the solve.
+//! default on the GPU the H200's measured 4280 GB/s; on the CPU the floor is printed only
+//! with `--bandwidth-gbs`). A tolerance below what the precision can reach is flagged
+//! before the solve.
+//!
+//! The outputs (`-o`, `--history`) are checked before the matrix is read and written
+//! atomically (`crate::files`), whether or not standard output is still open; with `-o -`
+//! or `--history -` the report goes to standard error, with `--json` it is one JSON object.
+//! Ctrl-C stops the solve at its next checkpoint: the report so far is printed, `-o` and
+//! `--history` are written with what there is, marked as not converged, and the status is
+//! 130.
 
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
     build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
@@ -23,7 +29,11 @@ use spgpu::solver::{
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
-use crate::CliResult;
+use crate::{files, CliResult, UsageError};
+
+mod report;
+pub use report::is_stop;
+use report::{interrupted, interruptible, json_report, shown, Progress, Say, Stop, Watch};
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
 /// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
@@ -73,8 +83,8 @@ impl Solution {
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The matrix A: a Matrix Market file, or a generated matrix `gen:NAME` (lap2d:N,
-    /// lap3d:N, stencil27:N, banded:N:H, ...).
+    /// The matrix A: a Matrix Market file, `-` for standard input, or a generated matrix
+    /// `gen:NAME` (lap2d:N, lap3d:N, stencil27:N, banded:N:H, ...).
     pub matrix: String,
     /// The right-hand side b (Matrix Market array or coordinate vector); default `A * s` for
     /// the known solution `s` of --solution.
@@ -90,10 +100,10 @@ pub struct Args {
     #[arg(long)]
     pub x0: Option<PathBuf>,
     /// Relative tolerance: stop when ||b - A x|| <= max(rtol * ||b||, atol).
-    #[arg(long, default_value_t = 1e-8)]
+    #[arg(long, default_value_t = 1e-8, allow_hyphen_values = true)]
     pub rtol: f64,
     /// Absolute tolerance on ||b - A x||.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub atol: f64,
     /// Most iterations (default 10 * rows, at least 100).
     #[arg(long)]
@@ -133,12 +143,17 @@ pub struct Args {
     /// Where to solve: auto (the GPU, or the CPU with a notice when there is none), gpu or cpu.
     #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "cpu"])]
     pub device: String,
-    /// Write the solution x to this Matrix Market file.
+    /// Write the solution x to this Matrix Market file (`-`: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Write the residual norm of every iteration to this CSV file.
+    /// Write the residual norm of every iteration to this CSV file (`-`: standard output).
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Print the report as one JSON object on standard output (`docs/cli.md`).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
     /// Refuse a matrix that is not symmetric (default: warn and solve anyway).
     #[arg(long)]
     pub check_symmetric: bool,
@@ -154,9 +169,10 @@ pub struct Args {
     #[arg(long)]
     pub leading: Option<usize>,
     /// The copy bandwidth, in GB/s, that the bytes-moved floor of an iteration is divided
-    /// by (default: 4280, measured on the H200).
-    #[arg(long, default_value_t = H200_COPY_GBS)]
-    pub bandwidth_gbs: f64,
+    /// by (default on the GPU: 4280, measured on the H200; on the CPU no floor is printed
+    /// without it).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bandwidth_gbs: Option<f64>,
 }
 
 fn parse_smoother(s: &str) -> Result<Smoother, String> {
@@ -241,13 +257,37 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
 
 /// Runs `spgpu cg`.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
     for (name, v) in [("--rtol", args.rtol), ("--atol", args.atol)] {
         if !(v.is_finite() && v >= 0.0) {
-            return Err(format!("{name} must be a finite number >= 0, got {v}").into());
+            return Err(UsageError(format!("{name} must be a finite number >= 0, got {v}")).into());
         }
     }
-    if !(args.bandwidth_gbs.is_finite() && args.bandwidth_gbs > 0.0) {
-        return Err(format!("--bandwidth-gbs must be a finite number > 0, got {}", args.bandwidth_gbs).into());
+    if let Some(bw) = args.bandwidth_gbs.filter(|bw| !(bw.is_finite() && *bw > 0.0)) {
+        return Err(UsageError(format!("--bandwidth-gbs must be a finite number > 0, got {bw}")).into());
+    }
+    if args.leading == Some(0) {
+        return Err(UsageError("--leading must be at least 1".into()).into());
+    }
+    // Every output checked before anything is read; none may be an input.
+    let inputs: Vec<&Path> = [Some(Path::new(&args.matrix)), args.rhs.as_deref(), args.x0.as_deref()]
+        .into_iter()
+        .chain([args.near_nullspace.as_deref()])
+        .flatten()
+        .collect();
+    let outputs: Vec<(&str, &Path)> = [("-o", args.output.as_deref()), ("--history", args.history.as_deref())]
+        .into_iter()
+        .filter_map(|(o, p)| p.map(|p| (o, p)))
+        .collect();
+    if args.json {
+        if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
+            return Err(UsageError(format!("--json and {option} - both write to standard output")).into());
+        }
+    }
+    files::check_outputs(&inputs, &outputs)?;
+    let stdins = inputs.iter().filter(|p| files::is_stdio(p)).count();
+    if stdins > 1 {
+        return Err(UsageError(format!("{stdins} inputs read standard input (-); at most one can")).into());
     }
     match args.precision.as_str() {
         "f32" => run_typed::<f32>(&args),
@@ -258,7 +298,11 @@ pub fn run(args: Args) -> CliResult {
 /// The leading `n x n` block of `a`.
 fn leading_block<T: Scalar>(a: &CsrMatrix<T>, n: usize) -> Result<CsrMatrix<T>, String> {
     if n > a.nrows() || n > a.ncols() {
-        return Err(format!("--leading {n}: the matrix is only {} x {}", a.nrows(), a.ncols()));
+        return Err(format!(
+            "--leading {n}: the matrix is only {} x {}; N must be at most its rows and columns",
+            a.nrows(),
+            a.ncols()
+        ));
     }
     let (mut offsets, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     for i in 0..n {
@@ -308,13 +352,34 @@ enum Target {
     Gpu(&'static Context),
 }
 
+/// Reads a vector option's file (`-`: standard input).
+fn read_vector_arg<T: Scalar>(path: &Path) -> Result<Vec<T>, spgpu::Error> {
+    if files::is_stdio(path) {
+        spgpu::io::read_vector_from_reader::<T>(std::io::stdin())
+            .map_err(|e| files::named(e, Path::new(files::STDIN_NAME)))
+    } else {
+        spgpu::io::read_vector::<T>(path)
+    }
+}
+
+/// Host vectors of `n` entries that a solve holds at its peak: the known solution, b, x0
+/// (the iterate on the CPU), the CPU backend's r, p, q and z, the downloaded or checked
+/// solution and the residual of the final check.
+const HOST_VECTORS: u64 = 9;
+
 fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     let t_read = Instant::now();
-    let mut a = spgpu::io::load_matrix::<T>(&args.matrix)?;
+    let mut a = crate::load_matrix::<T>(&args.matrix)?;
     if let Some(n) = args.leading {
-        a = leading_block(&a, n)?;
+        a = leading_block(&a, n).map_err(UsageError)?;
     }
     let (n, nnz) = (a.nrows(), a.nnz());
+    // The vectors are sized by the rows alone (a file can announce 300 million rows and no
+    // entries): checked before any is allocated.
+    spgpu::io::check_memory(
+        &format!("the vectors of CG on {n} rows ({HOST_VECTORS} x {n} {})", T::NAME),
+        HOST_VECTORS.saturating_mul(n as u64).saturating_mul(T::BYTES as u64),
+    )?;
     if a.nrows() != a.ncols() {
         return Err(format!("CG needs a square matrix; {} is {} x {}", args.matrix, a.nrows(), a.ncols()).into());
     }
@@ -340,7 +405,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         eprintln!("spgpu cg: warning: {msg}; solving anyway");
     }
     let (b, known_solution) = match &args.rhs {
-        Some(path) => (spgpu::io::read_vector::<T>(path)?, None),
+        Some(path) => (read_vector_arg::<T>(path)?, None),
         None => {
             let s = args.solution.vector::<T>(n);
             let mut b = vec![T::ZERO; n];
@@ -351,7 +416,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     check_vector("b", &b, n)?;
     let x0 = match &args.x0 {
         Some(path) => {
-            let x0 = spgpu::io::read_vector::<T>(path)?;
+            let x0 = read_vector_arg::<T>(path)?;
             check_vector("x0", &x0, n)?;
             x0
         }
@@ -388,16 +453,20 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         use_graphs: !args.no_graphs,
         ..CgParams::default()
     };
-    println!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME);
+    // From here the first Ctrl-C stops the solve at its next checkpoint (Watch).
+    crate::signal::defer(true);
+    let say = Say::for_args(args);
+    say.line(&format!("matrix: {}: {n} x {n}, {nnz} entries, {}", args.matrix, T::NAME))?;
     let b_norm = Backend::<T>::norm(&Host, &b)?.value();
     if let Some(w) = params.precision_warning::<T>(n, b_norm) {
         eprintln!("spgpu cg: warning: {w}");
     }
+    let watch = Watch { quiet: args.json, ..Watch::default() };
 
     let (result, x, upload_time, where_) = match target {
         Target::Cpu => {
             let mut x = x0;
-            let res = solve(&Host, &a, &b, &mut x, &params, &a, b_norm)?;
+            let res = interruptible(|| solve(&Host, &a, &b, &mut x, &params, &a, b_norm, &watch))?;
             (res, x, Duration::ZERO, "CPU".to_string())
         }
         Target::Gpu(ctx) => {
@@ -412,7 +481,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 (
-                    solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)),
+                    interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch)).map(|r| (r, up)),
                     format!("ELL (width {width})"),
                 )
             } else {
@@ -431,31 +500,55 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
-                (solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm).map(|r| (r, up)), what)
+                let res = interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch));
+                (res.map(|r| (r, up)), what)
             };
             let (res, up) = res?;
             (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
         }
+    };
+    crate::signal::defer(false);
+    let Some(result) = result else {
+        return interrupted(args, &say, &a, &b, &x, &watch, known_solution.as_deref(), &where_);
     };
 
     let report = match &result {
         Ok(r) => Some(r),
         Err(e) => e.report(),
     };
+    let floor = match (args.bandwidth_gbs, &target) {
+        (Some(bw), _) => Some((bw, "from --bandwidth-gbs")),
+        (None, Target::Gpu(_)) => Some((
+            H200_COPY_GBS,
+            "the H200's measured copy bandwidth, the default; set --bandwidth-gbs for another device",
+        )),
+        (None, Target::Cpu) => None,
+    };
     if let Some(r) = report {
-        print_summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_)?;
-        if let (Some(path), Some(h)) = (&args.history, &r.history) {
-            write_history(path, h, r.b_norm)?;
-        }
+        let text = summary(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_, floor);
+        say.line(text.trim_end())?;
     }
     if let Some(path) = &args.output {
-        spgpu::io::write_vector(path, &x)?;
-        println!("solution written to {}", path.display());
+        files::write(path, |w| spgpu::io::write_vector_to_writer(w, &x))?;
+        eprintln!("solution written to {}", shown(path));
+    }
+    if let Some(r) = report {
+        if let (Some(path), Some(h)) = (&args.history, &r.history) {
+            let rows: Vec<(usize, f64)> = h.iter().copied().enumerate().collect();
+            write_history(path, &rows, r.b_norm)?;
+        }
+        if args.json {
+            let json =
+                json_report::<T>(args, r, &a, &x, known_solution.as_deref(), read_time, upload_time, &where_, floor);
+            outln!("{json}")?;
+        }
     }
     result.map(|_| ()).map_err(|e| e.into())
 }
 
-/// Solves with the preconditioner `params` names, with a progress bar on a terminal.
+/// Solves with the preconditioner `params` names, with a progress bar on a terminal; the
+/// monitor records each checkpoint in `watch` and, after Ctrl-C, unwinds with [`Stop`].
+#[allow(clippy::too_many_arguments)]
 fn solve<T, B, A>(
     backend: &B,
     op: &A,
@@ -464,6 +557,7 @@ fn solve<T, B, A>(
     params: &CgParams,
     host: &CsrMatrix<T>,
     b_norm: f64,
+    watch: &Watch,
 ) -> Result<Result<CgReport, CgError>, Box<dyn std::error::Error>>
 where
     T: Scalar,
@@ -471,21 +565,16 @@ where
     A: LinearOperator<T, Vector = B::Vector>,
 {
     let d_b = backend.upload(b)?;
-    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(max_iter as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} cg {pos}/{len} iterations, {msg} [{elapsed_precise}]")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
     let b_norm = b_norm.max(f64::MIN_POSITIVE);
+    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
+    let mut progress = Progress::new(params, b_norm, max_iter, watch.quiet);
     let mut monitor = |ck: &Checkpoint| {
-        bar.set_position(ck.iterations as u64);
-        bar.set_message(format!("relative residual {:.3e}", ck.rr.sqrt() / b_norm));
+        watch.checkpoints.borrow_mut().push((ck.iterations, ck.rr.sqrt()));
+        progress.update(ck);
+        if crate::signal::interrupted() {
+            progress.bar.finish_and_clear();
+            std::panic::panic_any(Stop);
+        }
     };
     // The host diagonal, read once: Jacobi is built from it, and Auto on the device decides from it.
     let diagonal = if matches!(params.preconditioner, PreconditionerKind::Jacobi | PreconditionerKind::Auto) {
@@ -557,12 +646,13 @@ where
         }
         _ => cg_with(backend, op, &Identity, &d_b, x, params, &mut monitor),
     };
-    bar.finish_and_clear();
+    progress.bar.finish_and_clear();
     Ok(result)
 }
 
+/// The text report of a solve (the warnings go to standard error).
 #[allow(clippy::too_many_arguments)]
-fn print_summary<T: Scalar>(
+fn summary<T: Scalar>(
     args: &Args,
     r: &CgReport,
     a: &CsrMatrix<T>,
@@ -571,7 +661,16 @@ fn print_summary<T: Scalar>(
     read_time: Duration,
     upload_time: Duration,
     where_: &str,
-) -> CliResult {
+    floor: Option<(f64, &str)>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    macro_rules! println {
+        ($($arg:tt)*) => {
+            let _ = writeln!(out, $($arg)*);
+        };
+    }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("device: {where_}; preconditioner: {}", r.preconditioner);
     println!("stop: {} after {} iterations ({} restarts)", r.stop_reason, r.iterations, r.restarts);
@@ -617,29 +716,26 @@ fn print_summary<T: Scalar>(
     }
     println!("time to solution (setup + solve): {:.2} ms", ms(r.setup_time + r.solve_time));
     if r.iterations > 0 && r.amg.is_none() {
-        println!("{}", per_iteration_line::<T>(a, r, args.bandwidth_gbs));
+        println!("{}", per_iteration_line::<T>(a, r, floor));
     } else if r.iterations > 0 {
         println!("per iteration (one V-cycle each): {:.2} us", r.time_per_iteration().as_secs_f64() * 1e6);
     }
-    std::io::stdout().flush()?;
-    Ok(())
+    out
 }
 
 /// The time per iteration against the bytes-moved floor of an iteration: the SpMV's bytes
 /// by the byte model of `spgpu bench` plus the vector bytes of the fused CG kernels, over
-/// `bandwidth_gbs` GB/s.
-fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: f64) -> String {
-    let n = a.nrows();
-    let spmv = spgpu::bytes::csr_bytes(n, n, a.nnz(), T::BYTES, false);
-    let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
-    let bytes = spmv + vectors;
+/// the bandwidth `floor` gives in GB/s (and where it comes from); the time alone without it.
+fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, floor: Option<(f64, &str)>) -> String {
     let secs = r.time_per_iteration().as_secs_f64();
-    let floor = bytes as f64 / (bandwidth_gbs * 1e9);
-    let source = if bandwidth_gbs == H200_COPY_GBS {
-        "the H200's measured copy bandwidth, the default; set --bandwidth-gbs for another device"
-    } else {
-        "from --bandwidth-gbs"
+    let Some((bandwidth_gbs, source)) = floor else {
+        return format!(
+            "per iteration: {:.2} us (no bytes-moved floor on the CPU: --bandwidth-gbs gives the host's bandwidth)",
+            secs * 1e6
+        );
     };
+    let (spmv, vectors, bytes) = floor_bytes(a, r);
+    let floor = bytes as f64 / (bandwidth_gbs * 1e9);
     format!(
         "per iteration: {:.2} us; bytes-moved floor {:.2} us = {:.1} MB (SpMV {:.1} MB by the bench byte model + \
          CG vectors {:.1} MB) / {bandwidth_gbs} GB/s ({source}); {:.2}x the floor, {:.1} GB/s effective",
@@ -653,13 +749,23 @@ fn per_iteration_line<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport, bandwidth_gbs: 
     )
 }
 
-/// Writes `iteration,residual_norm,relative_residual` lines.
-fn write_history(path: &Path, history: &[f64], b_norm: f64) -> CliResult {
-    let mut out = String::from("iteration,residual_norm,relative_residual\n");
-    for (k, h) in history.iter().enumerate() {
-        out.push_str(&format!("{k},{h:e},{:e}\n", h / b_norm.max(f64::MIN_POSITIVE)));
-    }
-    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("residual history written to {}", path.display());
+/// The bytes an iteration moves at least: the SpMV's, the CG vectors', and their sum.
+fn floor_bytes<T: Scalar>(a: &CsrMatrix<T>, r: &CgReport) -> (u64, u64, u64) {
+    let n = a.nrows();
+    let spmv = spgpu::bytes::csr_bytes(n, n, a.nnz(), T::BYTES, false);
+    let vectors = cg_vector_bytes(n, T::BYTES, r.preconditioner == "jacobi") as u64;
+    (spmv, vectors, spmv + vectors)
+}
+
+/// Writes `iteration,residual_norm,relative_residual` lines, one per `(iteration, norm)`.
+fn write_history(path: &Path, history: &[(usize, f64)], b_norm: f64) -> CliResult {
+    files::write(path, |w| {
+        writeln!(w, "iteration,residual_norm,relative_residual")?;
+        for &(k, h) in history {
+            writeln!(w, "{k},{h:e},{:e}", h / b_norm.max(f64::MIN_POSITIVE))?;
+        }
+        Ok(())
+    })?;
+    eprintln!("residual history written to {}", shown(path));
     Ok(())
 }

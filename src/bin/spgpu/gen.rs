@@ -2,14 +2,15 @@
 //! Market.
 //!
 //! `spgpu gen lap2d --size 1000 -o lap.mtx`, or a full name as `spgpu::gen::from_spec`
-//! takes it: `spgpu gen uniform:1000:1000:8 -o u.mtx`.
+//! takes it, with or without `gen:`: `spgpu gen uniform:1000:1000:8 -o u.mtx`. `-o -`
+//! writes to standard output; the line that says what was written goes to standard error.
 
 use std::path::PathBuf;
 
 use spgpu::io::{self, MmSymmetry};
 use spgpu::{CsrMatrix, Scalar};
 
-use crate::CliResult;
+use crate::{files, CliResult, UsageError};
 
 /// The generated matrices by full name, for `spgpu gen --help` (as `spgpu::gen::from_spec`
 /// documents them).
@@ -79,39 +80,40 @@ pub struct Args {
     /// Precision of the values written: f64 or f32.
     #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
     pub precision: String,
-    /// The Matrix Market file to write (`.gz` for gzip).
+    /// The Matrix Market file to write (`.gz` for gzip; `-` for standard output).
     #[arg(short, long)]
     pub output: PathBuf,
 }
 
-/// The `spgpu::gen::from_spec` name of the matrix the arguments ask for.
-fn spec(args: &Args) -> Result<String, String> {
-    if args.kind.contains(':') {
-        return Ok(args.kind.clone());
+/// The `spgpu::gen::from_spec` name of the matrix the arguments ask for, without `gen:`.
+fn spec(args: &Args) -> Result<String, UsageError> {
+    let kind = args.kind.strip_prefix("gen:").unwrap_or(&args.kind);
+    if kind.contains(':') {
+        return Ok(kind.to_string());
     }
-    let size = args.size.ok_or_else(|| format!("spgpu gen {}: --size is required", args.kind))?;
-    Ok(match args.kind.as_str() {
-        "lap2d" | "lap3d" | "stencil27" | "elast" => format!("{}:{size}", args.kind),
+    let size = args.size.ok_or_else(|| UsageError(format!("spgpu gen {kind}: --size is required")))?;
+    Ok(match kind {
+        "lap2d" | "lap3d" | "stencil27" | "elast" => format!("{kind}:{size}"),
         "uniform" => format!("uniform:{size}:{}:{}:{}", args.cols.unwrap_or(size), args.per_row, args.seed),
-        "powerlaw" | "longrows" | "circuit" | "web" | "geo" => format!("{}:{size}:{}", args.kind, args.seed),
+        "powerlaw" | "longrows" | "circuit" | "web" | "geo" => format!("{kind}:{size}:{}", args.seed),
         "banded" => format!("banded:{size}:{}:{}", args.half_bandwidth, args.seed),
         "rmat" => format!("rmat:{size}:{}:{}", args.edge_factor, args.seed),
         k => {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "unknown generator '{k}': expected lap2d, lap3d, stencil27, elast, uniform, powerlaw, longrows, \
                  banded, rmat, circuit, web or geo, or a full name such as graphlap:rmat:16:16"
-            ))
+            )))
         }
     })
 }
 
 fn generate<T: Scalar>(args: &Args, spec: &str) -> CliResult {
-    let a: CsrMatrix<T> = spgpu::gen::from_spec(spec)?;
+    let a: CsrMatrix<T> = crate::load_matrix(&format!("gen:{spec}"))?;
     let symmetry = if args.symmetric { MmSymmetry::Symmetric } else { MmSymmetry::General };
-    io::write_csr(&args.output, &a, symmetry)?;
-    println!(
+    files::write(&args.output, |w| io::write_csr_to_writer(w, &a, symmetry))?;
+    eprintln!(
         "wrote {}: gen:{spec}, {} x {}, {} entries ({})",
-        args.output.display(),
+        if files::is_stdio(&args.output) { "standard output".into() } else { args.output.display().to_string() },
         a.nrows(),
         a.ncols(),
         a.nnz(),
@@ -123,6 +125,7 @@ fn generate<T: Scalar>(args: &Args, spec: &str) -> CliResult {
 /// Runs `spgpu gen`.
 pub fn run(args: Args) -> CliResult {
     let spec = spec(&args)?;
+    files::check_outputs(&[], &[("-o", &args.output)])?;
     if args.precision == "f32" {
         generate::<f32>(&args, &spec)
     } else {

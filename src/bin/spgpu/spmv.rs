@@ -7,7 +7,8 @@
 //! bandwidth of the minimal-bytes model (`docs/gpu-notes.md`):
 //! `nnz*(4 + val) + (rows + 1)*4 + cols*val + rows*val` bytes, plus `rows*val` more when
 //! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
-//! a GPU it says so on one line and runs the CPU reference only.
+//! a GPU it says so on one line (on standard error) and runs the CPU reference only.
+//! `--json` prints one JSON object instead of the text; `--gpu N` picks the GPU.
 
 use std::time::Instant;
 
@@ -18,6 +19,15 @@ use spgpu::{reference, CsrMatrix, Scalar};
 
 use crate::CliResult;
 
+/// Writes a line of the text report, unless the report is JSON.
+macro_rules! text {
+    ($json:expr, $($arg:tt)*) => {
+        if !$json {
+            outln!($($arg)*)?;
+        }
+    };
+}
+
 /// The copy bandwidth of the H200 the crate is measured on, in bytes per second (device to
 /// device, bytes read plus bytes written): the ceiling the GB/s figure is compared with.
 const COPY_BANDWIDTH: f64 = 4.28e12;
@@ -25,9 +35,10 @@ const COPY_BANDWIDTH: f64 = 4.28e12;
 /// Arguments of `spgpu spmv`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Matrix Market file (plain or gzip-compressed), or a generated matrix `gen:NAME`
-    /// (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K, powerlaw:R, rmat:S:E, web:N,
-    /// circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME, ...).
+    /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
+    /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
+    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME,
+    /// ...).
     pub matrix: String,
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
     /// 32), balanced, balanced:N (N = 256 or 512 threads per row block), sell, ell; or a
@@ -44,18 +55,24 @@ pub struct Args {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub launches: u32,
     /// alpha in y = alpha*A*x + beta*y.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub alpha: f64,
     /// beta in y = alpha*A*x + beta*y (0: y is not read).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub beta: f64,
     /// Seed of the random x (and y when beta != 0).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Print one JSON object on standard output instead of the text (`docs/cli.md`).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub gpu: crate::GpuArg,
 }
 
 /// Runs `spgpu spmv`.
 pub fn run(args: Args) -> CliResult {
+    args.gpu.apply()?;
     // An unknown kernel name is a usage error (status 2).
     let choices = args
         .kernel
@@ -97,17 +114,33 @@ fn random_vector<T: Scalar>(rng: &mut StdRng, n: usize) -> Vec<T> {
 fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let t0 = Instant::now();
     let a = crate::load_matrix::<T>(&args.matrix)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let json = args.json;
     let stats = a.row_stats();
-    outln!(
-        "matrix {}: {} x {}, {} entries, {} ({:.2} s to load)",
+    text!(
+        json,
+        "matrix {}: {} x {}, {} entries, {} ({load_s:.2} s to load)",
         args.matrix,
         a.nrows(),
         a.ncols(),
         a.nnz(),
         T::NAME,
-        t0.elapsed().as_secs_f64()
-    )?;
-    out!("{stats}")?;
+    );
+    if !json {
+        out!("{stats}")?;
+    }
+    let mut report = serde_json::json!({
+        "spgpu_json": crate::info::JSON_VERSION,
+        "command": "spmv",
+        "matrix": args.matrix,
+        "precision": T::NAME,
+        "rows": a.nrows(),
+        "cols": a.ncols(),
+        "nnz": a.nnz(),
+        "load_s": load_s,
+        "alpha": args.alpha,
+        "beta": args.beta,
+    });
     let (alpha, beta) = (T::from_f64(args.alpha), T::from_f64(args.beta));
     // x, y, the reference y and the GPU's y: sized by the dimensions alone (a matrix with
     // few entries can have 2^31 - 1 columns).
@@ -121,35 +154,66 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let t_cpu = Instant::now();
     reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
     let cpu_s = t_cpu.elapsed().as_secs_f64();
-    outln!("CPU reference: {:.1} us", cpu_s * 1e6)?;
+    text!(json, "CPU reference: {:.1} us", cpu_s * 1e6);
+    report["cpu_reference_us"] = serde_json::json!(cpu_s * 1e6);
 
     let ctx = match Context::global() {
         Ok(ctx) => ctx,
         Err(e) if e.is_no_device() => {
-            outln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6)?;
+            eprintln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
+            let mut plans = Vec::new();
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
                 let hint = SpmvPlan::column_layout(&a, &stats, choice, &spgpu::gpu::Tuning::from_env());
-                outln!("{}", SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?.explain())?;
+                let plan = SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?;
+                text!(json, "{}", plan.explain());
+                plans.push(serde_json::json!({
+                    "kernel": choice.to_string(),
+                    "plan": plan.kernel().to_string(),
+                    "reason": plan.reason(),
+                }));
+            }
+            if json {
+                report["device"] = serde_json::Value::Null;
+                report["plans"] = plans.into();
+                report["results"] = serde_json::json!([]);
+                outln!("{report}")?;
             }
             return Ok(());
         }
         Err(e) => return Err(e.into()),
     };
-    outln!(
+    report["device"] = serde_json::json!({
+        "name": ctx.info().name,
+        "ordinal": ctx.info().ordinal,
+        "sm_count": ctx.info().sm_count,
+        "warp_size": ctx.warp_size(),
+        "ptx": ctx.ptx_arch().to_string(),
+    });
+    text!(
+        json,
         "device: {} ({} SMs, warp {}; kernels from the {} PTX)",
         ctx.info().name,
         ctx.info().sm_count,
         ctx.warp_size(),
         ctx.ptx_arch()
-    )?;
+    );
 
     let d_x = DeviceVector::from_slice(ctx, &x)?;
     let mut failures = Vec::new();
+    let mut results = Vec::new();
     for &choice in choices {
-        if let Err(e) = run_kernel(args, ctx, &a, choice, alpha, beta, &d_x, &y0, &y_ref) {
-            outln!("{choice}: failed: {e}")?;
-            failures.push(format!("{choice}: {e}"));
+        match run_kernel(args, ctx, &a, choice, alpha, beta, &d_x, &y0, &y_ref) {
+            Ok(r) => results.push(r),
+            Err(e) => {
+                text!(json, "{choice}: failed: {e}");
+                results.push(serde_json::json!({ "kernel": choice.to_string(), "error": e.to_string() }));
+                failures.push(format!("{choice}: {e}"));
+            }
         }
+    }
+    if json {
+        report["results"] = results.into();
+        outln!("{report}")?;
     }
     if failures.is_empty() {
         Ok(())
@@ -170,14 +234,15 @@ fn run_kernel<T: Scalar>(
     d_x: &DeviceVector<T>,
     y0: &[T],
     y_ref: &[T],
-) -> CliResult {
+) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+    let json = args.json;
     let d_a = if choice == KernelChoice::Ell {
         DeviceMatrix::Ell(DeviceEll::from_csr(ctx, a)?)
     } else {
         DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, a, choice)?)
     };
     let plan = d_a.plan().clone();
-    outln!("{}", plan.explain())?;
+    text!(json, "{}", plan.explain());
     let mut d_y = DeviceVector::from_slice(ctx, y0)?;
     let launch = |y: &mut DeviceVector<T>| d_a.spmv(alpha, d_x, beta, y);
 
@@ -189,7 +254,7 @@ fn run_kernel<T: Scalar>(
     if err.is_nan() || err > tol {
         return Err(format!("the GPU result differs from the CPU reference: relative error {err:.3e} > {tol:e}").into());
     }
-    outln!("check: relative error {err:.3e} against the CPU reference (tolerance {tol:e})")?;
+    text!(json, "check: relative error {err:.3e} against the CPU reference (tolerance {tol:e})");
 
     // Timing: warm-up, then repeats x launches between CUDA events.
     for _ in 0..args.launches {
@@ -206,24 +271,41 @@ fn run_kernel<T: Scalar>(
     let bytes = spgpu::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
-    outln!(
+    text!(
+        json,
         "time: {:.1} us per launch (median of {} x {} launches; min {:.1}, max {:.1})",
         median * 1e6,
         args.repeats,
         args.launches,
         per_launch[0] * 1e6,
         per_launch[per_launch.len() - 1] * 1e6,
-    )?;
-    outln!(
+    );
+    text!(
+        json,
         "bandwidth: {gbs:.0} GB/s ({bytes} bytes by the minimal-bytes model), {fraction:.0}% of {:.2} TB/s",
         COPY_BANDWIDTH / 1e12
-    )?;
-    outln!(
+    );
+    text!(
+        json,
         "result: {} {} [{choice}] {}: {:.1} us, {gbs:.0} GB/s, {fraction:.0}%",
         args.matrix,
         T::NAME,
         plan.kernel(),
         median * 1e6
-    )?;
-    Ok(())
+    );
+    Ok(serde_json::json!({
+        "kernel": choice.to_string(),
+        "plan": plan.kernel().to_string(),
+        "reason": plan.reason(),
+        "relative_error": err,
+        "tolerance": tol,
+        "median_us": median * 1e6,
+        "min_us": per_launch[0] * 1e6,
+        "max_us": per_launch[per_launch.len() - 1] * 1e6,
+        "repeats": args.repeats,
+        "launches": args.launches,
+        "bytes": bytes,
+        "gbps": gbs,
+        "fraction_of_copy": fraction / 100.0,
+    }))
 }

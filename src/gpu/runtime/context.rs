@@ -102,6 +102,8 @@ impl InitFailure {
         match e {
             Error::NoDevice { reason } => InitFailure::NoDevice(reason),
             Error::Cuda { context, source } => InitFailure::Cuda(context, source),
+            // the message alone: `to_error` wraps it again
+            Error::InvalidArgument(msg) => InitFailure::InvalidArgument(msg),
             other => InitFailure::InvalidArgument(other.to_string()),
         }
     }
