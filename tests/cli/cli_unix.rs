@@ -436,6 +436,19 @@ fn json_is_one_object_on_standard_output() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("cg --json");
     assert_eq!((v["converged"].as_bool(), v["iterations"].as_u64()), (Some(false), Some(3)));
+    assert_eq!(v["amg"], serde_json::Value::Null, "no hierarchy with Jacobi");
+    // AMG: the levels, the complexities and the memory against the matrix's
+    let o = spgpu(&["cg", "gen:lap2d:64", "--device", "cpu", "--precond", "amg", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("cg --json with AMG");
+    let levels = v["amg"]["levels"].as_array().expect("the levels");
+    assert!(levels.len() >= 2, "{v}");
+    assert_eq!((levels[0]["rows"].as_u64(), levels[0]["entries"].as_u64()), (Some(4096), Some(20224)));
+    assert!(v["amg"]["operator_complexity"].as_f64().unwrap() > 1.0);
+    let m = &v["amg"]["memory_bytes"];
+    assert_eq!(m["matrix"].as_u64(), Some(4097 * 8 + 20224 * 12));
+    let ratio = m["hierarchy"].as_f64().unwrap() / m["matrix"].as_f64().unwrap();
+    assert!((m["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12 && ratio > 0.5, "{m}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

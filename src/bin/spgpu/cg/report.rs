@@ -308,6 +308,18 @@ pub(super) fn json_report<T: Scalar>(
         },
         "per_iteration_us": (r.iterations > 0).then_some(per_iteration * 1e6),
         "floor": floor,
+        "amg": r.amg.as_ref().map(|h| serde_json::json!({
+            "levels": h.levels.iter().map(|l| serde_json::json!({ "rows": l.rows, "entries": l.entries })).collect::<Vec<_>>(),
+            "operator_complexity": h.operator_complexity,
+            "grid_complexity": h.grid_complexity,
+            "setup_place": h.setup_place,
+            "setup_phases_ms": h.setup_phases.iter().map(|(what, t)| serde_json::json!([what, ms(*t)])).collect::<Vec<_>>(),
+            "memory_bytes": h.memory.map(|m| serde_json::json!({
+                "matrix": m.matrix,
+                "hierarchy": m.hierarchy,
+                "ratio": m.ratio(),
+            })),
+        })),
         "outputs": {
             "solution": args.output.as_deref().map(shown),
             "history": args.history.as_deref().map(shown),
