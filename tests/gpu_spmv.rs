@@ -534,7 +534,7 @@ fn spmv_command_checks_and_times_or_falls_back_to_the_cpu() {
             assert!(stdout.contains("% of 4.28 TB/s"), "{stdout}");
         }
         None => {
-            assert!(stdout.contains("spgpu spmv: no GPU"), "{stdout}");
+            assert!(stderr.contains("spgpu spmv: no GPU"), "{stderr}");
             assert!(stdout.contains("SpMV plan: csr vector (8 threads per row) [auto]"), "{stdout}");
             assert!(stdout.contains("SpMV plan: csr vector (4 threads per row) [vector:4]"), "{stdout}");
         }
