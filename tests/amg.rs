@@ -298,6 +298,10 @@ fn the_command_line_prints_the_levels_and_refuses_a_short_near_nullspace() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("AMG hierarchy") && text.contains("operator complexity"), "{text}");
+    assert!(text.contains("level 0's P and R applied from P_tent (not stored)"), "{text}");
+    let out = run(&["cg", "gen:lap2d:32", "--precond", "amg", "--device", "cpu", "--fine-transfer", "stored"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("level 0's P and R stored"), "{text}");
     let out = run(&["cg", "gen:elast:4", "--precond", "auto", "--device", "cpu"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("auto: "), "{text}");
@@ -340,4 +344,83 @@ fn the_memory_report_counts_every_matrix_of_the_hierarchy() {
     // 1.88 measured: P and R (smoothed, about 2 entries per fine row each) are most of it.
     assert!(m.ratio() <= 2.0, "{m:?}");
     assert!(info.table().contains("x the matrix's"), "{}", info.table());
+}
+
+/// CG on the hierarchy's own level 0 ([`Amg::operator`]) is CG on `A`: the same matrix,
+/// so the same iterations and the same bits.
+#[test]
+fn cg_on_the_hierarchys_level_0_is_cg_on_a() {
+    let a = gen::laplacian_2d::<f64>(40);
+    let amg = Amg::build(&Host, &a, &AmgParams::default()).unwrap();
+    assert_eq!(amg.operator(), &a);
+    let mut b = vec![0.0; a.nrows()];
+    spgpu::reference::spmv_csr(1.0, &a, &vec![1.0; a.nrows()], 0.0, &mut b).unwrap();
+    let params = CgParams::default();
+    let (mut x1, mut x2) = (vec![0.0; a.nrows()], vec![0.0; a.nrows()]);
+    let r1 = cg_with(&Host, amg.operator(), &amg, &b, &mut x1, &params, &mut |_| {}).unwrap();
+    let r2 = cg_with(&Host, &a, &amg, &b, &mut x2, &params, &mut |_| {}).unwrap();
+    assert_eq!(r1.iterations, r2.iterations);
+    assert!(r1.relative_residual <= 1e-8);
+    assert_eq!(x1, x2);
+}
+
+/// Level 0's prolongator applied from `P_tent` (the default) converges as the stored one,
+/// to the same solution within the tolerance, and holds less memory; with the l1-Jacobi
+/// smoother `P` and `R` are stored whatever is asked.
+#[test]
+fn the_implicit_fine_transfer_solves_as_the_stored_one_in_less_memory() {
+    use spgpu::solver::FineTransfer;
+    let a = gen::laplacian_2d::<f64>(96);
+    let with = |fine_transfer, smoother| {
+        let mut p = params(PreconditionerKind::Amg);
+        p.amg = AmgParams { fine_transfer, smoother, ..AmgParams::default() };
+        let (r, x) = solve(&a, &p);
+        let r = r.unwrap();
+        assert!(r.relative_residual <= 1e-8);
+        let amg = r.amg.expect("an AMG report");
+        (r.iterations, x, amg.fine_transfer, amg.memory.map(|m| m.hierarchy))
+    };
+    let cheb = Smoother::Chebyshev { degree: 2 };
+    let (i_imp, x_imp, t_imp, m_imp) = with(FineTransfer::Implicit, cheb);
+    let (i_sto, x_sto, t_sto, m_sto) = with(FineTransfer::Stored, cheb);
+    assert_eq!((t_imp, t_sto), (FineTransfer::Implicit, FineTransfer::Stored));
+    assert!(i_imp.abs_diff(i_sto) <= 1, "implicit {i_imp}, stored {i_sto}");
+    let diff = x_imp.iter().zip(&x_sto).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+    assert!(diff < 1e-6, "solutions differ by {diff}");
+    if let (Some(mi), Some(ms)) = (m_imp, m_sto) {
+        assert!(mi < ms, "implicit {mi} bytes, stored {ms}");
+    }
+    let (_, _, t_l1, _) = with(FineTransfer::Implicit, Smoother::L1Jacobi { sweeps: 2 });
+    assert_eq!(t_l1, FineTransfer::Stored);
+}
+
+/// A strength threshold that leaves too few connections to coarsen (`theta` 0.1 on
+/// elasticity's blocks, which stopped the hierarchy at level 0 before) is replaced by 0 on
+/// that level; the coarse threshold cuts the 2-D iterations; bad thresholds are refused.
+#[test]
+fn strength_thresholds_fall_back_and_are_checked() {
+    let n = 8;
+    let a = gen::elasticity_3d::<f64>(n).unwrap();
+    let base = AmgParams {
+        near_nullspace: Some(gen::rigid_body_modes(n)),
+        block_size: 3,
+        max_coarse: 100,
+        ..AmgParams::default()
+    };
+    let levels = |p: &AmgParams| Amg::build(&Host, &a, p).unwrap().info().levels.len();
+    assert_eq!(levels(&AmgParams { theta: 0.1, ..base.clone() }), levels(&base));
+    assert!(levels(&base) > 1);
+    let lap = gen::laplacian_2d::<f64>(256);
+    let its = |coarse_theta| {
+        let mut p = params(PreconditionerKind::Amg);
+        p.amg = AmgParams { coarse_theta, ..AmgParams::default() };
+        iterations(&lap, &p)
+    };
+    let (zero, default) = (its(0.0), its(spgpu::solver::COARSE_THETA));
+    eprintln!("lap2d:256 coarse theta 0: {zero} iterations, default: {default}");
+    assert!(default < zero, "coarse theta 0: {zero}, default: {default}");
+    for bad in [-0.1, f64::NAN, f64::INFINITY] {
+        let p = AmgParams { coarse_theta: bad, ..AmgParams::default() };
+        assert!(matches!(Amg::build(&Host, &lap, &p).unwrap_err(), CgError::InvalidParams(_)), "{bad}");
+    }
 }

@@ -173,3 +173,28 @@ fn the_hierarchy_kept_on_the_device_runs_in_f32_with_l1_jacobi_and_updates_its_v
     let other = gen::laplacian_2d::<f64>(40);
     assert!(amg.update_values(&device, &other).is_err(), "{name}: another pattern is refused");
 }
+
+/// CG multiplying by the hierarchy's own level 0 ([`Amg::operator`], made from the setup's
+/// upload of `A`) converges as CG on a second upload of `A` (within one iteration: the two
+/// matrices may run different kernels) to the known solution.
+#[test]
+fn cg_on_the_hierarchys_level_0_solves_as_on_a_second_upload() {
+    let Some(ctx) = gpu("cg_on_the_hierarchys_level_0_solves_as_on_a_second_upload") else { return };
+    let device = Device::new(ctx).unwrap();
+    for (name, a, params) in systems() {
+        let amg = Amg::build(&device, &a, &params).unwrap();
+        let op = amg.operator();
+        assert_eq!((op.nrows(), op.ncols(), op.nnz()), (a.nrows(), a.ncols(), a.nnz()), "{name}: level 0 is A");
+        let b = rhs_of_ones(&a);
+        let d_b = DeviceVector::from_slice(ctx, &b).unwrap();
+        let params = CgParams { rtol: 1e-8, ..CgParams::default() };
+        let mut x_own = DeviceVector::zeros(ctx, a.nrows()).unwrap();
+        let own = cg_with(&device, op, &amg, &d_b, &mut x_own, &params, &mut |_| {}).unwrap();
+        let (separate, _) = device_solve(ctx, &a, &amg);
+        assert_eq!(own.stop_reason, StopReason::Converged, "{name}");
+        assert!(own.iterations.abs_diff(separate) <= 1, "{name}: {} against {separate}", own.iterations);
+        let x = x_own.to_vec().unwrap();
+        let err = x.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-4, "{name}: max |x - 1| = {err}");
+    }
+}

@@ -96,6 +96,48 @@ impl Tally {
         self.histogram_entries[class] = self.histogram_entries[class].saturating_add(len);
     }
 
+    /// The tally of at most 2^16 lengths in a tight loop: fixed-size histograms and
+    /// wrapping sums, exact while every length is below 2^40 (a piece with a longer one,
+    /// impossible in a valid matrix, is tallied again through [`Tally::add`]). Equal to
+    /// adding the lengths one by one.
+    fn of_piece(lengths: impl Iterator<Item = usize> + Clone) -> Tally {
+        const CLASSES: usize = usize::BITS as usize + 1;
+        let all = lengths.clone();
+        let (mut nrows, mut nnz, mut min, mut max, mut empty) = (0usize, 0usize, usize::MAX, 0usize, 0usize);
+        let mut sum_sq: u128 = 0;
+        let mut histogram = [0usize; CLASSES];
+        let mut entries = [0usize; CLASSES];
+        for len in lengths {
+            nrows += 1;
+            nnz = nnz.wrapping_add(len);
+            min = min.min(len);
+            max = max.max(len);
+            sum_sq = sum_sq.wrapping_add((len as u128) * (len as u128));
+            empty += usize::from(len == 0);
+            let class = RowStats::class_of(len);
+            histogram[class] += 1;
+            entries[class] = entries[class].wrapping_add(len);
+        }
+        if max >= 1 << 40 {
+            let mut t = Tally::default();
+            all.for_each(|len| t.add(len));
+            return t;
+        }
+        // the histograms reach the class of the longest row, as `add` grows them
+        let classes = if nrows == 0 { 0 } else { RowStats::class_of(max) + 1 };
+        Tally {
+            nrows,
+            nnz,
+            min,
+            max,
+            empty,
+            sum: nnz as u128,
+            sum_sq,
+            histogram: histogram[..classes].to_vec(),
+            histogram_entries: entries[..classes].to_vec(),
+        }
+    }
+
     fn merge(mut self, other: Tally) -> Tally {
         self.nrows += other.nrows;
         self.nnz = self.nnz.saturating_add(other.nnz);
@@ -157,15 +199,34 @@ impl RowStats {
         (0..nrows.div_ceil(PIECE))
             .into_par_iter()
             .map(|p| {
-                // a tight serial loop per piece of rows
-                let mut t = Tally::default();
-                for w in row_offsets[p * PIECE..((p + 1) * PIECE).min(nrows) + 1].windows(2) {
-                    t.add(w[1].into().saturating_sub(w[0].into()) as usize);
-                }
-                t
+                let piece = &row_offsets[p * PIECE..((p + 1) * PIECE).min(nrows) + 1];
+                Tally::of_piece(piece.windows(2).map(|w| w[1].into().saturating_sub(w[0].into()) as usize))
             })
             .reduce(Tally::default, Tally::merge)
             .finish(ncols)
+    }
+
+    /// The statistics of `nrows` rows of `len` entries each, without looking at them.
+    pub(crate) fn uniform(nrows: usize, ncols: usize, len: usize) -> Self {
+        let classes = if nrows == 0 { 0 } else { RowStats::class_of(len) + 1 };
+        let mut histogram = vec![0; classes];
+        let mut histogram_entries = vec![0; classes];
+        if let (Some(h), Some(e)) = (histogram.last_mut(), histogram_entries.last_mut()) {
+            *h = nrows;
+            *e = nrows.saturating_mul(len);
+        }
+        RowStats {
+            nrows,
+            ncols,
+            nnz: nrows.saturating_mul(len),
+            min: if nrows == 0 { 0 } else { len },
+            max: if nrows == 0 { 0 } else { len },
+            mean: if nrows == 0 { 0.0 } else { len as f64 },
+            std_dev: 0.0,
+            empty_rows: if len == 0 { nrows } else { 0 },
+            histogram,
+            histogram_entries,
+        }
     }
 
     /// Computes the statistics from an iterator over row lengths.
@@ -250,5 +311,15 @@ mod tests {
         // no rows
         assert_eq!(RowStats::from_row_offsets(&[0u64; 0], 5), RowStats::from_lengths([], 5));
         assert_eq!(RowStats::from_row_offsets(&[0u64], 5).nrows, 0);
+        // a length past the fast loop's bound (offsets need not come from a valid matrix)
+        let huge = [0u64, 3, 3 + (1 << 41), (1 << 41) + 10];
+        assert_eq!(RowStats::from_row_offsets(&huge, 5), RowStats::from_lengths([3, 1 << 41, 7], 5));
+    }
+
+    #[test]
+    fn uniform_rows_give_the_statistics_of_their_lengths() {
+        for (n, len) in [(0, 3), (5, 0), (7, 1), (1000, 6), (3, 64)] {
+            assert_eq!(RowStats::uniform(n, 11, len), RowStats::from_lengths(vec![len; n], 11), "{n} x {len}");
+        }
     }
 }

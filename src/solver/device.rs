@@ -456,18 +456,27 @@ impl<T: Scalar> Backend<T> for Device {
 
     /// Keeps the setup's arrays where they are: the values move when `T` is `f64` and are
     /// rounded on the device for `f32`; only the offsets are read back, for the plan's row
-    /// statistics. Where the plan picks ELL, the slots are made on the device from them.
+    /// statistics, unless the setup knows them ([`AmgDeviceMatrix`]). Where the plan picks
+    /// ELL, the slots are made on the device from them.
     fn amg_matrix(&self, m: AmgDeviceMatrix) -> Result<DeviceCsr<T>> {
-        let AmgDeviceMatrix { parts, what } = m;
-        let host_offsets = parts.offsets.to_vec("the AMG matrix offsets")?;
-        let narrow = !amg_kernels::has_far_columns(self.ctx, &parts.view())?;
+        let AmgDeviceMatrix { parts, what, stats, far_columns } = m;
+        let stats = match stats {
+            Some(s) => s,
+            None => {
+                crate::format::RowStats::from_row_offsets(&parts.offsets.to_vec("the AMG matrix offsets")?, parts.ncols)
+            }
+        };
+        let narrow = !match far_columns {
+            Some(far) => far,
+            None => amg_kernels::has_far_columns(self.ctx, &parts.view())?,
+        };
         let values = values_in::<T>(self.ctx, parts.vals)?;
         let offsets = parts.offsets.into_memory().expect("CSR offsets have nrows + 1 >= 1 elements");
         DeviceCsr::from_csr_arrays(
             self.ctx,
             parts.nrows,
             parts.ncols,
-            &host_offsets,
+            stats,
             offsets,
             parts.cols.into_memory(),
             values,

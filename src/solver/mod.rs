@@ -45,8 +45,8 @@ mod precond;
 
 pub use amg::{
     auto_for_device, auto_precheck, build_auto, Amg, AmgDeviceMatrix, AmgDeviceVector, AmgHierarchy, AmgInfo, AmgLevel,
-    AmgLevelInfo, AmgMemory, AmgParams, AutoChoice, SetupPlace, Smoother, AUTO_DOMINANCE_LIMIT,
-    AUTO_MAX_OPERATOR_COMPLEXITY, AUTO_MIN_COARSENING, AUTO_SKEW_LIMIT, DENSE_LIMIT,
+    AmgLevelInfo, AmgMemory, AmgParams, AutoChoice, FineTransfer, SetupPlace, Smoother, AUTO_DOMINANCE_LIMIT,
+    AUTO_MAX_OPERATOR_COMPLEXITY, AUTO_MIN_COARSENING, AUTO_SKEW_LIMIT, COARSE_THETA, DENSE_LIMIT,
 };
 pub use backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 pub use cg::{

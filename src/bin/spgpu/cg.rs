@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
 use spgpu::solver::{
     build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
-    Device, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, SetupPlace, Smoother,
+    Device, FineTransfer, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, SetupPlace, Smoother,
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
@@ -33,7 +33,7 @@ use crate::{files, CliResult, UsageError};
 
 mod report;
 pub use report::is_stop;
-use report::{interrupted, interruptible, json_report, shown, Progress, Say, Stop, Watch};
+use report::{interrupted, interruptible, json_report, shown, Progress, Say, Watch};
 
 /// The device-to-device copy bandwidth measured on the H200 the crate is measured on, in
 /// GB/s (bytes read plus bytes written): the default of `--bandwidth-gbs`.
@@ -123,9 +123,16 @@ pub struct Args {
     /// AMG smoother: chebyshev[:DEGREE] (default degree 2) or l1-jacobi[:SWEEPS].
     #[arg(long, default_value = "chebyshev:2", value_parser = parse_smoother)]
     pub smoother: Smoother,
-    /// AMG strength threshold theta.
+    /// AMG strength threshold theta of level 0.
     #[arg(long, default_value_t = 0.0)]
     pub theta: f64,
+    /// AMG strength threshold of the coarse levels (level 1 and below).
+    #[arg(long, default_value_t = spgpu::solver::COARSE_THETA)]
+    pub coarse_theta: f64,
+    /// AMG: how the cycle applies level 0's prolongator and restriction: implicit (from the
+    /// tentative prolongator, not stored; with the Chebyshev smoother) or stored.
+    #[arg(long, default_value = "implicit", value_parser = ["implicit", "stored"])]
+    pub fine_transfer: String,
     /// AMG: stop coarsening at this many rows.
     #[arg(long, default_value_t = 500)]
     pub max_coarse: usize,
@@ -228,6 +235,8 @@ fn read_near_nullspace(path: &Path, n: usize) -> Result<Vec<f64>, String> {
 fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
     let mut p = AmgParams {
         theta: args.theta,
+        coarse_theta: args.coarse_theta,
+        fine_transfer: if args.fine_transfer == "stored" { FineTransfer::Stored } else { FineTransfer::Implicit },
         max_coarse: args.max_coarse,
         smoother: args.smoother,
         block_size: args.block_size.unwrap_or(1),
@@ -466,7 +475,9 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     let (result, x, upload_time, where_) = match target {
         Target::Cpu => {
             let mut x = x0;
-            let res = interruptible(|| solve(&Host, &a, &b, &mut x, &params, &a, b_norm, &watch))?;
+            // AMG: CG multiplies by the hierarchy's level 0, not by a second copy of A
+            let op = (params.preconditioner != PreconditionerKind::Amg).then_some(&a);
+            let res = interruptible(|| solve(&Host, op, &b, &mut x, &params, &a, b_norm, &watch))?;
             (res, x, Duration::ZERO, "CPU".to_string())
         }
         Target::Gpu(ctx) => {
@@ -481,9 +492,16 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 (
-                    interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch)).map(|r| (r, up)),
+                    interruptible(|| solve(&device, Some(&d_a), &b, &mut d_x, &params, &a, b_norm, &watch))
+                        .map(|r| (r, up)),
                     format!("ELL (width {width})"),
                 )
+            } else if args.format == "auto" && params.preconditioner == PreconditionerKind::Amg {
+                // AMG's setup uploads A once, and its finest level is the matrix CG multiplies
+                // by: no second copy (the upload is timed in the setup)
+                let none: Option<&DeviceCsr<T>> = None;
+                let res = interruptible(|| solve(&device, none, &b, &mut d_x, &params, &a, b_norm, &watch));
+                (res.map(|r| (r, Duration::ZERO)), "AMG level 0 from the setup's upload".to_string())
             } else {
                 // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
                 let mut choice = KernelChoice::Auto;
@@ -500,7 +518,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
                 ctx.synchronize()?;
                 let up = t_up.elapsed();
                 let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
-                let res = interruptible(|| solve(&device, &d_a, &b, &mut d_x, &params, &a, b_norm, &watch));
+                let res = interruptible(|| solve(&device, Some(&d_a), &b, &mut d_x, &params, &a, b_norm, &watch));
                 (res.map(|r| (r, up)), what)
             };
             let (res, up) = res?;
@@ -548,10 +566,11 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
 
 /// Solves with the preconditioner `params` names, with a progress bar on a terminal; the
 /// monitor records each checkpoint in `watch` and, after Ctrl-C, unwinds with [`Stop`].
+/// Without `op` (AMG only) CG multiplies by the AMG's finest level ([`Amg::operator`]).
 #[allow(clippy::too_many_arguments)]
 fn solve<T, B, A>(
     backend: &B,
-    op: &A,
+    op: Option<&A>,
     b: &[T],
     x: &mut B::Vector,
     params: &CgParams,
@@ -565,17 +584,24 @@ where
     A: LinearOperator<T, Vector = B::Vector>,
 {
     let d_b = backend.upload(b)?;
-    let b_norm = b_norm.max(f64::MIN_POSITIVE);
-    let max_iter = params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100));
-    let mut progress = Progress::new(params, b_norm, max_iter, watch.quiet);
-    let mut monitor = |ck: &Checkpoint| {
-        watch.checkpoints.borrow_mut().push((ck.iterations, ck.rr.sqrt()));
-        progress.update(ck);
-        if crate::signal::interrupted() {
-            progress.bar.finish_and_clear();
-            std::panic::panic_any(Stop);
-        }
+    let Some(op) = op else {
+        // CG on the AMG's own level 0
+        let mut progress =
+            Progress::new(params, b_norm.max(f64::MIN_POSITIVE), max_iterations(params, host), watch.quiet);
+        let result = match Amg::build(backend, host, &params.amg) {
+            Ok(amg) => {
+                let mut monitor = |ck: &Checkpoint| watch.checkpoint(ck, &mut progress);
+                let result = cg_with(backend, amg.operator(), &amg, &d_b, x, params, &mut monitor);
+                with_setup(result, &amg)
+            }
+            Err(e) => Err(e),
+        };
+        progress.bar.finish_and_clear();
+        return Ok(result);
     };
+    let b_norm = b_norm.max(f64::MIN_POSITIVE);
+    let mut progress = Progress::new(params, b_norm, max_iterations(params, host), watch.quiet);
+    let mut monitor = |ck: &Checkpoint| watch.checkpoint(ck, &mut progress);
     // The host diagonal, read once: Jacobi is built from it, and Auto on the device decides from it.
     let diagonal = if matches!(params.preconditioner, PreconditionerKind::Jacobi | PreconditionerKind::Auto) {
         host.diagonal()
@@ -588,16 +614,7 @@ where
             Err(e) => Err(e),
         };
     let with_amg = |amg: &Amg<T, B>, monitor: &mut dyn FnMut(&Checkpoint), x: &mut B::Vector| {
-        let mut result = cg_with(backend, op, amg, &d_b, x, params, monitor);
-        let report = match &mut result {
-            Ok(r) => Some(r),
-            Err(e) => e.report_mut(),
-        };
-        if let Some(r) = report {
-            r.setup_time += amg.info().setup_time;
-            r.amg = Some(amg.info().clone());
-        }
-        result
+        with_setup(cg_with(backend, op, amg, &d_b, x, params, monitor), amg)
     };
     let result = match params.preconditioner {
         PreconditionerKind::Jacobi => jacobi(&mut monitor, x),
@@ -648,6 +665,27 @@ where
     };
     progress.bar.finish_and_clear();
     Ok(result)
+}
+
+/// The iteration limit of a solve of `host` (for the progress bar).
+fn max_iterations<T: Scalar>(params: &CgParams, host: &CsrMatrix<T>) -> usize {
+    params.max_iter.unwrap_or_else(|| host.nrows().saturating_mul(10).max(100))
+}
+
+/// A solve's result with the AMG setup's time and hierarchy in its report.
+fn with_setup<T: Scalar, B: Backend<T>>(
+    mut result: Result<CgReport, CgError>,
+    amg: &Amg<T, B>,
+) -> Result<CgReport, CgError> {
+    let report = match &mut result {
+        Ok(r) => Some(r),
+        Err(e) => e.report_mut(),
+    };
+    if let Some(r) = report {
+        r.setup_time += amg.info().setup_time;
+        r.amg = Some(amg.info().clone());
+    }
+    result
 }
 
 /// The text report of a solve (the warnings go to standard error).

@@ -327,6 +327,12 @@ pub(crate) struct DeviceArray<U: DeviceCopy> {
     len: usize,
 }
 
+impl<U: DeviceCopy> std::fmt::Debug for DeviceArray<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceArray<{}>({} elements)", std::any::type_name::<U>(), self.len)
+    }
+}
+
 impl<U: DeviceCopy + Default + Clone> DeviceArray<U> {
     /// `len` elements of zero bytes (a memset queued on the context's stream).
     pub(crate) fn zeroed(ctx: &'static Context, len: usize, what: &str) -> Result<Self> {

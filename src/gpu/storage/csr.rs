@@ -677,8 +677,7 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// A matrix made on the device in its CSR arrays (32-bit offsets and sorted columns),
     /// without a copy through the host: the levels of an AMG hierarchy built on the GPU.
-    /// `host_offsets` are the same offsets on the host, for the row statistics the plan needs
-    /// ([`SpmvPlan::for_csr_arrays`]). When the plan's automatic rule picks ELL and the slots
+    /// `stats` are the statistics of its rows, for the plan ([`SpmvPlan::for_csr_arrays`]). When the plan's automatic rule picks ELL and the slots
     /// fit in the free device memory, they are made on the device from the arrays (16-bit
     /// column offsets when `narrow`: the caller found every entry within 32767 of its row),
     /// which are then freed; otherwise the arrays are kept for a CSR kernel. `made` says what
@@ -693,7 +692,7 @@ impl<T: Scalar> DeviceCsr<T> {
         ctx: &'static Context,
         nrows: usize,
         ncols: usize,
-        host_offsets: &[u32],
+        stats: RowStats,
         offsets: DeviceMemory<u32>,
         cols: Option<DeviceMemory<u32>>,
         values: Option<DeviceMemory<T>>,
@@ -703,13 +702,12 @@ impl<T: Scalar> DeviceCsr<T> {
         let started = Instant::now();
         let nnz = cols.as_ref().map_or(0, DeviceMemory::len);
         let mismatch = |expected, found| Error::DimensionMismatch { op: "DeviceCsr::from_csr_arrays", expected, found };
-        if host_offsets.len() != nrows + 1 || offsets.len() != nrows + 1 {
-            return Err(mismatch(nrows + 1, host_offsets.len().min(offsets.len())));
+        if stats.nrows != nrows || offsets.len() != nrows + 1 {
+            return Err(mismatch(nrows + 1, (stats.nrows + 1).min(offsets.len())));
         }
-        if host_offsets[nrows] as usize != nnz || values.as_ref().map_or(0, DeviceMemory::len) != nnz {
-            return Err(mismatch(nnz, host_offsets[nrows] as usize));
+        if stats.nnz != nnz || values.as_ref().map_or(0, DeviceMemory::len) != nnz {
+            return Err(mismatch(nnz, stats.nnz));
         }
-        let stats = RowStats::from_row_offsets(host_offsets, ncols);
         let tuning = Tuning::from_env();
         let narrow = narrow && tuning.narrow_allowed();
         // the ELL slots beside the CSR arrays and their 64-bit offsets, with the margin the

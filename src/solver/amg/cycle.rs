@@ -49,13 +49,24 @@ pub(crate) fn chebyshev_coefficients(lower: f64, upper: f64, degree: usize) -> V
     out
 }
 
+/// How a level passes residuals to the next level and corrections back.
+pub(crate) enum Transfer<M> {
+    /// The smoothed prolongator `P` and the restriction `R = P^T`, stored.
+    Stored { p: M, r: M },
+    /// `P = (I - omega D^-1 A) P_tent` applied as that product, from the tentative
+    /// prolongator and its transpose (with the level's `A` and `dinv = 1 / a_ii`, the
+    /// Chebyshev smoother's): `P x_c = t - omega D^-1 A t` with `t = P_tent x_c`, and
+    /// `R r = P_tent^T (r - omega A D^-1 r)`. `P_tent` has one entry per row and near-nullspace
+    /// vector, so this holds a fraction of `P` and `R`, for one more product by `A` each way.
+    Smoothed { p_tent: M, r_tent: M, omega: f64 },
+}
+
 /// One level of the cycle above the coarsest.
 struct Level<T: Scalar, B: Backend<T>> {
     a: Arc<B::Matrix>,
     dinv: B::Vector,
     steps: Steps,
-    p: B::Matrix,
-    r: B::Matrix,
+    transfer: Transfer<B::Matrix>,
 }
 
 /// The coarsest level: a dense inverse applied by SpMV, or (when it is too large to invert)
@@ -86,8 +97,9 @@ pub(crate) struct LevelSpec<M, V> {
     pub(crate) a: Arc<M>,
     pub(crate) dinv: V,
     pub(crate) steps: Steps,
-    /// `(P, R)` to the next level; `None` on the coarsest.
-    pub(crate) transfer: Option<(M, M)>,
+    /// To the next level and back; `None` on the coarsest. [`Transfer::Smoothed`] needs the
+    /// Chebyshev smoother (its `dinv` is `1 / a_ii`).
+    pub(crate) transfer: Option<Transfer<M>>,
 }
 
 /// The V-cycle on a backend.
@@ -123,8 +135,13 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
                 d: backend.zeros(if smoothing && chebyshev { n } else { 0 })?,
             });
             let LevelSpec { a, dinv, steps, transfer } = spec;
+            if matches!(transfer, Some(Transfer::Smoothed { .. })) && !chebyshev {
+                return Err(crate::Error::InvalidArgument(
+                    "AMG: a level's prolongator is applied from P_tent only with the Chebyshev smoother".into(),
+                ));
+            }
             match transfer {
-                Some((p, r)) if !last => levels.push(Level { a, dinv, steps, p, r }),
+                Some(transfer) if !last => levels.push(Level { a, dinv, steps, transfer }),
                 _ => {
                     coarse = Some(match coarse_inverse.take() {
                         Some(inv) => Coarse::Direct(inv, a),
@@ -154,7 +171,13 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
         let mut rest = 0;
         for l in &self.levels {
             levels.push(backend.matrix_bytes(&l.a)?);
-            rest += backend.matrix_bytes(&l.p)? + backend.matrix_bytes(&l.r)? + vector(&l.dinv);
+            rest += match &l.transfer {
+                Transfer::Stored { p, r } => backend.matrix_bytes(p)? + backend.matrix_bytes(r)?,
+                Transfer::Smoothed { p_tent, r_tent, .. } => {
+                    backend.matrix_bytes(p_tent)? + backend.matrix_bytes(r_tent)?
+                }
+            };
+            rest += vector(&l.dinv);
         }
         match &self.coarse {
             Coarse::Direct(inverse, a) => {
@@ -186,7 +209,16 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
             let (b, x): (&B::Vector, &mut B::Vector) = if l == 0 { (rin, &mut *z) } else { (&*b, x) };
             smooth(backend, s, &level.a, &level.dinv, &level.steps, b, x, r, d, true)?;
             residual(backend, s, &level.a, b, x, r)?;
-            backend.spmv(s, &level.r, 1.0, r, 0.0, &mut tail[0].b)?;
+            match &level.transfer {
+                Transfer::Stored { r: restriction, .. } => backend.spmv(s, restriction, 1.0, r, 0.0, &mut tail[0].b)?,
+                Transfer::Smoothed { r_tent, omega, .. } => {
+                    // R r = P_tent^T (r - omega A D^-1 r), with d (free between the smoothings)
+                    backend.axpby(s, 0.0, r, 0.0, d)?;
+                    backend.jacobi_step(s, 1.0, &level.dinv, r, d)?;
+                    backend.spmv(s, &level.a, -omega, d, 1.0, r)?;
+                    backend.spmv(s, r_tent, 1.0, r, 0.0, &mut tail[0].b)?;
+                }
+            }
         }
         {
             let Work { b, x, r, d } = &mut work[nl];
@@ -197,7 +229,17 @@ impl<T: Scalar, B: Backend<T>> Cycle<T, B> {
             let (head, tail) = work.split_at_mut(l + 1);
             let Work { b, x, r, d } = &mut head[l];
             let (b, x): (&B::Vector, &mut B::Vector) = if l == 0 { (rin, &mut *z) } else { (&*b, x) };
-            backend.spmv(s, &level.p, 1.0, &tail[0].x, 1.0, x)?;
+            match &level.transfer {
+                Transfer::Stored { p, .. } => backend.spmv(s, p, 1.0, &tail[0].x, 1.0, x)?,
+                Transfer::Smoothed { p_tent, omega, .. } => {
+                    // x += t - omega D^-1 A t with t = P_tent x_c (in d; r is free until the
+                    // smoothing's first residual)
+                    backend.spmv(s, p_tent, 1.0, &tail[0].x, 0.0, d)?;
+                    backend.axpby(s, 1.0, d, 1.0, x)?;
+                    backend.spmv(s, &level.a, 1.0, d, 0.0, r)?;
+                    backend.jacobi_step(s, -omega, &level.dinv, r, x)?;
+                }
+            }
             smooth(backend, s, &level.a, &level.dinv, &level.steps, b, x, r, d, false)?;
         }
         Ok(())

@@ -16,7 +16,7 @@
 //!   [`INDEX_LIMIT`](crate::INDEX_LIMIT) before anything is sized from it.
 //! - MIS-2 runs synchronous rounds of three kernels (two max propagations of the tuples
 //!   `(state, h(i), i)`, then the update) and reads a device flag, "a node is still
-//!   undecided", after every round.
+//!   undecided", after every other round.
 //! - The tentative prolongator for one near-nullspace vector (`k == 1`) sums each
 //!   aggregate's squares in increasing DOF order: the DOFs are grouped by aggregate by a
 //!   transpose (counting sort) whose rows are sorted. For `k > 1` the thin QR runs on the
@@ -264,16 +264,17 @@ pub(crate) fn mis2(ctx: &'static Context, s: &DevicePattern) -> Result<Mis2> {
     let mut state = DeviceArray::<u32>::zeroed(ctx, n, "the MIS-2 states")?;
     let mut m1 = DeviceArray::<u64>::zeroed(ctx, n, "the MIS-2 maxima")?;
     let mut m2 = DeviceArray::<u64>::zeroed(ctx, n, "the MIS-2 maxima")?;
-    let mut flag = DeviceArray::<u32>::zeroed(ctx, 1, "the MIS-2 flag")?;
     let mut roots = DeviceArray::<u32>::zeroed(ctx, n + 1, "the MIS-2 root flags")?;
     kernels::mis2_init(ctx, &mut state)?;
     let mut rounds = 0;
     // Each round makes the largest undecided tuple a root, so n rounds always suffice.
+    // The flag is read (a synchronization) every other round: a round after the last one
+    // changes nothing. Each round's flag is a new zeroed array, queued without a wait.
     while rounds < n {
-        flag.copy_from(&[0], "the MIS-2 flag")?;
+        let mut flag = DeviceArray::<u32>::zeroed(ctx, 1, "the MIS-2 flag")?;
         kernels::mis2_round(ctx, &s.view(), &mut state, &mut m1, &mut m2, &mut flag, &mut roots)?;
         rounds += 1;
-        if !read_flag(&flag, "the MIS-2 flag")? {
+        if (rounds % 2 == 0 || rounds == n) && !read_flag(&flag, "the MIS-2 flag")? {
             return Ok(Mis2 { state, roots, rounds });
         }
     }
@@ -476,7 +477,7 @@ pub(crate) fn smooth_prolongator(
     rho: f64,
     p_tent: &DeviceCsrParts,
 ) -> Result<DeviceCsrParts> {
-    let omega = (4.0 / 3.0) / rho;
+    let omega = host_setup::smoothing_weight(rho);
     let ap = spgemm(ctx, a, p_tent)?;
     check_memory(ctx, || format!("the smoothed prolongator of {} entries", ap.nnz()), bytes::<f64>(ap.nnz()))?;
     let mut vals = DeviceArray::<f64>::zeroed(ctx, ap.nnz(), "the prolongator's values")?;
@@ -484,14 +485,20 @@ pub(crate) fn smooth_prolongator(
     Ok(DeviceCsrParts { nrows: ap.nrows, ncols: ap.ncols, offsets: ap.offsets, cols: ap.cols, vals })
 }
 
+/// The power method reads its sums back (and normalizes its vector) every this many steps:
+/// between two reads the vector grows by at most `rho(D^-1 A)` a step, and each read is a
+/// synchronization of the device.
+const POWER_READ_EVERY: usize = 5;
+
 /// The spectral radius estimate of `D^-1 A` for the smoothing weight, as
 /// [`host_setup::spectral_radius`]: the same start vector and [`host_setup::POWER_STEPS`]
 /// steps of the power method with the Rayleigh quotient `v.Av / v.Dv`, times
 /// [`host_setup::RHO_FACTOR`] (1 when the quotient is not positive). Each step is one
-/// kernel (the product, the next vector and per-block sums in a fixed order) and a
-/// download of the blocks' sums, which the host adds in block order: the estimate repeats
-/// bit for bit (it may differ from the host's in the last bits: the sums are grouped
-/// differently).
+/// kernel (the product, the next vector and per-block sums in a fixed order); every
+/// [`POWER_READ_EVERY`] steps the blocks' sums are read back and added in block order on
+/// the host, and the vector normalized: the estimate repeats bit for bit (it may differ
+/// from the host's in the last bits: the sums are grouped differently, and the vector is
+/// normalized less often).
 ///
 /// # Errors
 ///
@@ -511,8 +518,14 @@ pub(crate) fn spectral_radius(ctx: &'static Context, a: &DeviceCsrParts, dinv: &
     // the start vector's entries lie in [1, 2): 1/sqrt(n) keeps every sum finite
     let mut s = 1.0 / (n as f64).sqrt();
     let mut rq = 0.0;
-    for _ in 0..host_setup::POWER_STEPS {
+    for step in 1..=host_setup::POWER_STEPS {
         kernels::power_step(ctx, &a.view(), dinv, group, s, &v, &mut w, &mut partials)?;
+        std::mem::swap(&mut v, &mut w);
+        if step % POWER_READ_EVERY != 0 && step != host_setup::POWER_STEPS {
+            // the step is linear in s: the vector is normalized at the next read
+            s = 1.0;
+            continue;
+        }
         let sums = partials.to_vec("the power method's sums")?;
         let (mut vw, mut vdv, mut nn) = (0.0, 0.0, 0.0);
         for b in sums.chunks_exact(3) {
@@ -528,7 +541,6 @@ pub(crate) fn spectral_radius(ctx: &'static Context, a: &DeviceCsrParts, dinv: &
             break;
         }
         s = 1.0 / norm;
-        std::mem::swap(&mut v, &mut w);
     }
     Ok(if rq > 0.0 && rq.is_finite() { rq * host_setup::RHO_FACTOR } else { 1.0 })
 }

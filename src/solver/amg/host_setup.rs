@@ -415,6 +415,12 @@ pub(crate) fn spgemm(a: &CsrMatrix<f64>, b: &CsrMatrix<f64>) -> Result<CsrMatrix
     Ok(assemble(a.nrows(), ncols, rows))
 }
 
+/// The weight `omega = (4/3) / rho` of prolongator smoothing, `rho` the estimate of
+/// `rho(D^-1 A)`.
+pub(crate) fn smoothing_weight(rho: f64) -> f64 {
+    (4.0 / 3.0) / rho
+}
+
 /// Step 4, prolongator smoothing: `P = P_tent - omega D^-1 (A P_tent)` with
 /// `omega = (4/3) / rho`. The structure is that of `A P_tent` (which holds `P_tent`'s, as
 /// every diagonal entry of `A` is stored); entry `(i, c)` is `pt_ic - (omega * dinv_i) *
@@ -429,7 +435,7 @@ pub(crate) fn smooth_prolongator(
     rho: f64,
     p_tent: &CsrMatrix<f64>,
 ) -> Result<CsrMatrix<f64>, FormatError> {
-    let omega = (4.0 / 3.0) / rho;
+    let omega = smoothing_weight(rho);
     let ap = spgemm(a, p_tent)?;
     let vals: Vec<f64> = (0..p_tent.nrows())
         .into_par_iter()

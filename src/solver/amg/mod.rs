@@ -39,7 +39,9 @@ use super::operator::LinearOperator;
 use super::precond::{Preconditioner, PreconditionerKind};
 use super::CgError;
 use crate::{CsrMatrix, Result, Scalar};
-use cycle::{chebyshev_coefficients, Cycle, LevelSpec, Steps, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER};
+use cycle::{
+    chebyshev_coefficients, Cycle, LevelSpec, Steps, Transfer as CycleTransfer, CHEBYSHEV_LOWER, CHEBYSHEV_UPPER,
+};
 use device_setup::DeviceCsrParts;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,12 +80,42 @@ impl std::fmt::Display for Smoother {
     }
 }
 
+/// How the cycle applies level 0's smoothed prolongator `P = (I - omega D^-1 A) P_tent`
+/// and the restriction `R = P^T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FineTransfer {
+    /// As that product, from the tentative prolongator `P_tent` (one entry per row and
+    /// near-nullspace vector) and its transpose: `P` and `R`, the hierarchy's largest
+    /// matrices after level 0's `A`, are not kept, for one more product by `A` each way per
+    /// cycle. With the Chebyshev smoother only (it uses the smoother's `1 / a_ii`); the
+    /// l1-Jacobi smoother stores them.
+    #[default]
+    Implicit,
+    /// `P` and `R` stored as matrices.
+    Stored,
+}
+
+impl std::fmt::Display for FineTransfer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FineTransfer::Implicit => "implicit",
+            FineTransfer::Stored => "stored",
+        })
+    }
+}
+
 /// Parameters of the AMG setup; [`AmgParams::default`] suits Poisson-like problems.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AmgParams {
     /// Strength threshold: `j` is a strong neighbour of `i` when `|a_ij| >= theta *
     /// sqrt(|a_ii a_jj|)` (default 0: every stored off-diagonal entry).
     pub theta: f64,
+    /// The strength threshold of the coarse levels (level 1 and below; default
+    /// [`COARSE_THETA`]). The Galerkin operators have weak couplings that a zero threshold
+    /// counts as strong, which makes their aggregates large. A level on which the threshold
+    /// leaves too few connections to coarsen is coarsened with a threshold of 0.
+    pub coarse_theta: f64,
     /// Stop coarsening at this many rows or fewer (default 500); the coarsest system is
     /// solved by a dense inverse.
     pub max_coarse: usize,
@@ -102,6 +134,19 @@ pub struct AmgParams {
     /// Where the setup runs (default [`SetupPlace::Auto`]: on the GPU when the backend is
     /// the device).
     pub setup: SetupPlace,
+    /// How the cycle applies level 0's `P` and `R` (default [`FineTransfer::Implicit`]).
+    pub fine_transfer: FineTransfer,
+}
+
+impl AmgParams {
+    /// How level 0's `P` and `R` are applied with these parameters: [`FineTransfer::Stored`]
+    /// with the l1-Jacobi smoother, whatever `fine_transfer` asks.
+    pub fn effective_fine_transfer(&self) -> FineTransfer {
+        match self.smoother {
+            Smoother::Chebyshev { .. } => self.fine_transfer,
+            Smoother::L1Jacobi { .. } => FineTransfer::Stored,
+        }
+    }
 }
 
 /// Where [`Amg::build`] runs the setup. Both places make the same aggregates and
@@ -132,15 +177,20 @@ impl Default for AmgParams {
     fn default() -> Self {
         AmgParams {
             theta: 0.0,
+            coarse_theta: COARSE_THETA,
             max_coarse: 500,
             max_levels: 10,
             smoother: Smoother::default(),
             near_nullspace: None,
             block_size: 1,
             setup: SetupPlace::Auto,
+            fine_transfer: FineTransfer::Implicit,
         }
     }
 }
+
+/// The default strength threshold of the coarse levels ([`AmgParams::coarse_theta`]).
+pub const COARSE_THETA: f64 = 0.05;
 
 /// Coarsening stops when a level would keep more than `1 / COARSEN_FACTOR` of its rows.
 const COARSEN_FACTOR: f64 = 1.2;
@@ -238,6 +288,9 @@ struct Built<M> {
     /// Where the steps ran, and the time of each kind of step.
     setup_place: &'static str,
     setup_phases: Vec<(&'static str, Duration)>,
+    /// The row statistics of level 0, from the host matrix (the device setup's, so that
+    /// the cycle's level 0 need not read its offsets back).
+    level0_stats: Option<crate::format::RowStats>,
 }
 
 impl<M: LevelMatrix> Built<M> {
@@ -292,6 +345,7 @@ fn info_of<'a, M: LevelMatrix + 'a>(
         setup_phases: setup_phases.to_vec(),
         smoother: params.smoother,
         coarse_solve: if coarse_entries > 0 { "dense inverse" } else { "smoother" },
+        fine_transfer: params.effective_fine_transfer(),
         auto_reason: None,
         memory: None,
     }
@@ -342,16 +396,38 @@ pub const AUTO_SKEW_LIMIT: f64 = 8.0;
 /// iterations, fewer than AMG's setup costs.
 pub const AUTO_DOMINANCE_LIMIT: f64 = 1.5;
 
+/// The first row of the square `a` whose diagonal entry is not finite and positive (0 when
+/// absent), and that entry: rows in parallel pieces, each row's diagonal found by a short
+/// linear scan (a binary search in long rows).
+fn first_bad_diagonal(a: &CsrMatrix<f64>) -> Option<(usize, f64)> {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 14;
+    let (offsets, cols, vals) = (a.row_offsets(), a.col_indices(), a.values());
+    let diagonal = |i: usize| -> f64 {
+        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
+        let row = &cols[lo..hi];
+        let at = if row.len() <= 16 {
+            row.iter().position(|&c| c as usize == i)
+        } else {
+            row.binary_search(&(i as u32)).ok()
+        };
+        at.map_or(0.0, |k| vals[lo + k])
+    };
+    let n = a.nrows();
+    (0..n.div_ceil(PIECE)).into_par_iter().find_map_first(|p| {
+        (p * PIECE..((p + 1) * PIECE).min(n)).map(|i| (i, diagonal(i))).find(|&(_, d)| !(d.is_finite() && d > 0.0))
+    })
+}
+
 /// Checks `a` and `params` for a build; returns the number of near-nullspace vectors.
 fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize, CgError> {
     let n = a.nrows();
     if a.ncols() != n {
         return Err(CgError::NotSquare { nrows: n, ncols: a.ncols() });
     }
-    for (row, d) in a.diagonal().into_iter().enumerate() {
-        if !(d.is_finite() && d > 0.0) {
-            return Err(CgError::InvalidDiagonal { row, value: d });
-        }
+    // in parallel and without a copy of the diagonal: the first bad row, as a serial scan
+    if let Some((row, value)) = first_bad_diagonal(a) {
+        return Err(CgError::InvalidDiagonal { row, value });
     }
     let bs = params.block_size;
     if bs == 0 || n % bs != 0 {
@@ -361,6 +437,12 @@ fn validate(a: &CsrMatrix<f64>, params: &AmgParams) -> std::result::Result<usize
     }
     if !(params.theta.is_finite() && params.theta >= 0.0) {
         return Err(CgError::InvalidParams(format!("AMG theta must be finite and >= 0, got {}", params.theta)));
+    }
+    if !(params.coarse_theta.is_finite() && params.coarse_theta >= 0.0) {
+        return Err(CgError::InvalidParams(format!(
+            "AMG coarse_theta must be finite and >= 0, got {}",
+            params.coarse_theta
+        )));
     }
     if params.max_levels == 0 {
         return Err(CgError::InvalidParams("AMG max_levels must be at least 1".into()));
@@ -428,7 +510,16 @@ fn build_levels<S: LevelSteps>(
         } else {
             let c = match given.flatten() {
                 Some(c) => c,
-                None => steps.coarsen(&a, params.theta, bs)?,
+                None => {
+                    let theta = if levels.is_empty() { params.theta } else { params.coarse_theta };
+                    let c = steps.coarsen(&a, theta, bs)?;
+                    if theta > 0.0 && (c.count == 0 || (c.count * k) as f64 * COARSEN_FACTOR > n as f64) {
+                        // dropping the weak connections left too few to coarsen: all of them count
+                        steps.coarsen(&a, 0.0, bs)?
+                    } else {
+                        c
+                    }
+                }
             };
             let nc = c.count * k;
             if auto && levels.is_empty() && nc as f64 * AUTO_MIN_COARSENING > n as f64 {
@@ -483,6 +574,7 @@ fn build_levels<S: LevelSteps>(
         setup_time: started.elapsed(),
         setup_place,
         setup_phases,
+        level0_stats: None,
     }))
 }
 
@@ -526,7 +618,8 @@ fn build_resident(
     let da = DeviceCsrParts::upload(ctx, a).map_err(CgError::from)?;
     ctx.synchronize().map_err(CgError::from)?;
     let before = vec![(CHECKS, checked), ("upload of level 0", t.elapsed())];
-    build_levels(&mut DeviceSteps::new(ctx), a, da, k, params, auto, fixed, started, before, "device")
+    let outcome = build_levels(&mut DeviceSteps::new(ctx), a, da, k, params, auto, fixed, started, before, "device");
+    outcome.map(|o| o.map(|built| Built { level0_stats: Some(a.row_stats()), ..built }))
 }
 
 /// The result of a build that cannot be abandoned.
@@ -577,7 +670,7 @@ impl AmgHierarchy {
         for l in &built.levels {
             let transfer = match &l.transfer {
                 Some(t) => Some(Transfer {
-                    coarsening: t.coarsening.clone(),
+                    coarsening: t.coarsening.to_host().map_err(CgError::from)?,
                     p_tent: download(&t.p_tent)?,
                     p: download(&t.p)?,
                     r: download(&t.r)?,
@@ -595,6 +688,7 @@ impl AmgHierarchy {
             setup_time: built.setup_time + t.elapsed(),
             setup_place: built.setup_place,
             setup_phases: phases,
+            level0_stats: None,
         }
         .into())
     }
@@ -707,6 +801,8 @@ pub struct AmgInfo {
     pub smoother: Smoother,
     /// How the coarsest level is solved: `"dense inverse"` or `"smoother"`.
     pub coarse_solve: &'static str,
+    /// How the cycle applies level 0's `P` and `R`.
+    pub fine_transfer: FineTransfer,
     /// Why [`PreconditionerKind::Auto`] chose AMG, when it did.
     pub auto_reason: Option<String>,
     /// The bytes the hierarchy holds on its backend, against the finest matrix's; `None`
@@ -749,6 +845,12 @@ impl AmgInfo {
             "operator complexity {:.3}, grid complexity {:.3}; smoother {}; coarsest level: {}",
             self.operator_complexity, self.grid_complexity, self.smoother, self.coarse_solve
         );
+        if self.levels.len() > 1 {
+            out += match self.fine_transfer {
+                FineTransfer::Implicit => "; level 0's P and R applied from P_tent (not stored)",
+                FineTransfer::Stored => "; level 0's P and R stored",
+            };
+        }
         if let Some(m) = self.memory {
             out += &format!(
                 "\nmemory: the hierarchy {:.1} MB = {:.2}x the matrix's {:.1} MB",
@@ -893,9 +995,21 @@ pub struct AmgDeviceMatrix {
     pub(crate) parts: DeviceCsrParts,
     /// What the matrix is ("level 1 A", "level 0 P", ...), for its SpMV plan's reason.
     pub(crate) what: String,
+    /// The statistics of its rows when the setup knows them (level 0's, from the host
+    /// matrix; the tentative prolongator's, one length), so that the backend need not read
+    /// the offsets back.
+    pub(crate) stats: Option<crate::format::RowStats>,
+    /// Whether some entry lies more than 32767 columns from its row, when the setup knows
+    /// (the tentative prolongator: columns are aggregates).
+    pub(crate) far_columns: Option<bool>,
 }
 
 impl AmgDeviceMatrix {
+    /// `parts`, named `what`, with nothing known of its rows.
+    fn new(parts: DeviceCsrParts, what: String) -> Self {
+        AmgDeviceMatrix { parts, what, stats: None, far_columns: None }
+    }
+
     /// Rows.
     pub fn nrows(&self) -> usize {
         self.parts.nrows
@@ -1043,6 +1157,26 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         Ok(())
     }
 
+    /// The finest level's matrix on the backend (`A` in `T`), the one the cycle multiplies
+    /// by. CG can multiply by it too, instead of a second copy of `A` on the backend: with a
+    /// device backend and the setup on the GPU, it is made from the setup's own upload of `A`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use spgpu::{gen, solver::{cg_with, Amg, AmgParams, CgParams, Host}};
+    /// let a = gen::laplacian_2d::<f64>(32);
+    /// let amg = Amg::build(&Host, &a, &AmgParams::default())?;
+    /// let b = vec![1.0; a.nrows()];
+    /// let mut x = vec![0.0; a.nrows()];
+    /// let report = cg_with(&Host, amg.operator(), &amg, &b, &mut x, &CgParams::default(), &mut |_| {})?;
+    /// assert!(report.iterations <= 15 && report.relative_residual <= 1e-8);
+    /// # Ok::<(), spgpu::solver::CgError>(())
+    /// ```
+    pub fn operator(&self) -> &B::Matrix {
+        self.cycle.fine_matrix()
+    }
+
     /// The host hierarchy, when the setup ran on the host (`None` when it ran on a GPU,
     /// whose levels stay there: [`AmgHierarchy::build_on_device`] makes a host copy).
     pub fn hierarchy(&self) -> Option<&AmgHierarchy> {
@@ -1089,13 +1223,22 @@ fn smoother_steps(smoother: Smoother, rho: f64) -> Steps {
 fn make_cycle<T: Scalar, B: Backend<T>>(backend: &B, h: &AmgHierarchy) -> Result<Cycle<T, B>> {
     let cast = |v: Vec<f64>| -> Vec<T> { v.into_iter().map(T::from_f64).collect() };
     let mut specs = Vec::with_capacity(h.levels.len());
-    for l in h.levels.iter().map(|l| &l.0) {
+    let implicit = h.params.effective_fine_transfer() == FineTransfer::Implicit;
+    for (index, l) in h.levels.iter().map(|l| &l.0).enumerate() {
         let dinv = match h.params.smoother {
             Smoother::Chebyshev { .. } => host_setup::inverse_diagonal(&l.a),
             Smoother::L1Jacobi { .. } => host_setup::inverse_l1_diagonal(&l.a),
         };
         let transfer = match &l.transfer {
-            Some(t) => Some((backend.matrix(&t.p.cast::<T>())?, backend.matrix(&t.r.cast::<T>())?)),
+            Some(t) if implicit && index == 0 => Some(CycleTransfer::Smoothed {
+                p_tent: backend.matrix(&t.p_tent.cast::<T>())?,
+                r_tent: backend.matrix(&t.p_tent.transpose().cast::<T>())?,
+                omega: host_setup::smoothing_weight(l.rho),
+            }),
+            Some(t) => Some(CycleTransfer::Stored {
+                p: backend.matrix(&t.p.cast::<T>())?,
+                r: backend.matrix(&t.r.cast::<T>())?,
+            }),
             None => None,
         };
         specs.push(LevelSpec {
@@ -1122,6 +1265,8 @@ fn make_resident_cycle<T: Scalar, B: Backend<T>>(
     built: Built<DeviceCsrParts>,
 ) -> Result<(Cycle<T, B>, PhaseTimes)> {
     let smoother = built.params.smoother;
+    let implicit = built.params.effective_fine_transfer() == FineTransfer::Implicit;
+    let mut level0_stats = built.level0_stats;
     let mut times = PhaseTimes::default();
     let mut timed = |what: &'static str, t: Instant| -> Result<()> {
         ctx.synchronize()?;
@@ -1138,17 +1283,43 @@ fn make_resident_cycle<T: Scalar, B: Backend<T>>(
         let dinv = backend.amg_vector(AmgDeviceVector(dinv))?;
         timed("the cycle's inverse diagonals", t)?;
         let t = Instant::now();
-        let transfer = match level.transfer {
+        let (transfer, what) = match level.transfer {
+            Some(t) if implicit && l == 0 => {
+                drop((t.p, t.r));
+                let rt = device_setup::transpose(ctx, &t.p_tent)?;
+                let what = |m: &str| format!("AMG level {l} {m}");
+                // every row of P_tent holds one entry per near-nullspace vector
+                let (rows, cols) = (t.p_tent.nrows, t.p_tent.ncols);
+                let k = t.p_tent.nnz() / rows.max(1);
+                debug_assert_eq!(t.p_tent.nnz(), k * rows);
+                let stats = Some(crate::format::RowStats::uniform(rows, cols, k));
+                let far_columns = Some(true);
+                let p_tent = backend.amg_matrix(AmgDeviceMatrix {
+                    parts: t.p_tent,
+                    what: what("P_tent"),
+                    stats,
+                    far_columns,
+                })?;
+                let r_tent = backend.amg_matrix(AmgDeviceMatrix::new(rt, what("P_tent^T")))?;
+                let omega = host_setup::smoothing_weight(level.rho);
+                (Some(CycleTransfer::Smoothed { p_tent, r_tent, omega }), "P_tent and its transpose made the cycle's")
+            }
             Some(t) => {
                 drop(t.p_tent);
-                let p = backend.amg_matrix(AmgDeviceMatrix { parts: t.p, what: format!("AMG level {l} P") })?;
-                let r = backend.amg_matrix(AmgDeviceMatrix { parts: t.r, what: format!("AMG level {l} R") })?;
-                Some((p, r))
+                let p = backend.amg_matrix(AmgDeviceMatrix::new(t.p, format!("AMG level {l} P")))?;
+                let r = backend.amg_matrix(AmgDeviceMatrix::new(t.r, format!("AMG level {l} R")))?;
+                (Some(CycleTransfer::Stored { p, r }), "P and R made the cycle's")
             }
-            None => None,
+            None => (None, "P and R made the cycle's"),
         };
-        let a = backend.amg_matrix(AmgDeviceMatrix { parts: level.a, what: format!("AMG level {l} A") })?;
-        timed("the levels' matrices made the cycle's", t)?;
+        timed(what, t)?;
+        let t = Instant::now();
+        let a = AmgDeviceMatrix {
+            stats: if l == 0 { level0_stats.take() } else { None },
+            ..AmgDeviceMatrix::new(level.a, format!("AMG level {l} A"))
+        };
+        let a = backend.amg_matrix(a)?;
+        timed(if l == 0 { "level 0's A made the cycle's" } else { "coarse A made the cycle's" }, t)?;
         specs.push(LevelSpec { a: Arc::new(a), dinv, steps: smoother_steps(smoother, level.rho), transfer });
     }
     let t = Instant::now();

@@ -8,6 +8,7 @@ use super::host_setup::{self, Pattern};
 use crate::gpu::kernels::amg::DeviceArray;
 use crate::gpu::Context;
 use crate::{CsrMatrix, Result};
+use std::sync::Arc;
 
 /// The sizes of a level's matrix, wherever it is stored.
 pub(super) trait LevelMatrix {
@@ -39,13 +40,46 @@ impl LevelMatrix for DeviceCsrParts {
 
 /// What coarsening one level gives: the strength graph and the MIS-2 states (on the host
 /// only: the device setup keeps them on the device), the aggregate of every node and their
-/// count.
-#[derive(Debug, Clone, PartialEq)]
+/// count. The device setup keeps the aggregates on the device (`device`, for a numeric
+/// re-setup there) and leaves `aggregates` empty; [`Coarsening::to_host`] copies them.
+#[derive(Debug, Clone)]
 pub(super) struct Coarsening {
     pub(super) strength: Option<Pattern>,
     pub(super) states: Option<Vec<u8>>,
     pub(super) aggregates: Vec<u32>,
     pub(super) count: usize,
+    pub(super) device: Option<std::sync::Arc<DeviceArray<u32>>>,
+}
+
+impl PartialEq for Coarsening {
+    /// Equal host parts, and the same device array (or none).
+    fn eq(&self, other: &Self) -> bool {
+        let same_device = match (&self.device, &other.device) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.strength == other.strength
+            && self.states == other.states
+            && self.aggregates == other.aggregates
+            && self.count == other.count
+            && same_device
+    }
+}
+
+impl Coarsening {
+    /// The aggregates on the host: a copy of the device's when the setup ran there.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Cuda`] when the copy fails.
+    pub(super) fn to_host(&self) -> Result<Coarsening> {
+        let mut c = self.clone();
+        if let Some(d) = c.device.take() {
+            c.aggregates = d.to_vec("the aggregates")?;
+        }
+        Ok(c)
+    }
 }
 
 /// The operators from one level to the next: the tentative and smoothed prolongators, the
@@ -141,7 +175,7 @@ impl LevelSteps for HostSteps {
             let aggregates = host_setup::aggregate_from(&strength, &states);
             Ok((states, aggregates))
         })?;
-        Ok(Coarsening { strength: Some(strength), states: Some(states), aggregates, count })
+        Ok(Coarsening { strength: Some(strength), states: Some(states), aggregates, count, device: None })
     }
 
     fn operators(
@@ -183,20 +217,18 @@ const PRODUCT_RAP: &str = "products R (A P)";
 const DOWNLOADS: &str = "downloads within the steps";
 
 /// The steps on the device (device_setup.rs): each level's matrix is made there (level 0 is
-/// uploaded once by the caller) and stays there; only the aggregates (for a numeric
-/// re-setup) and the coarsest matrix (for its dense inverse) are copied to the host.
+/// uploaded once by the caller) and stays there, and so do the aggregates (for a numeric
+/// re-setup); only the coarsest matrix (for its dense inverse) is copied to the host.
 pub(super) struct DeviceSteps {
     ctx: &'static Context,
     /// The current level's inverse diagonal, from [`LevelSteps::rho`].
     dinv: Option<DeviceArray<f64>>,
-    /// The aggregates of the current level, from [`LevelSteps::coarsen`].
-    aggregates: Option<DeviceArray<u32>>,
     times: PhaseTimes,
 }
 
 impl DeviceSteps {
     pub(super) fn new(ctx: &'static Context) -> Self {
-        DeviceSteps { ctx, dinv: None, aggregates: None, times: PhaseTimes::default() }
+        DeviceSteps { ctx, dinv: None, times: PhaseTimes::default() }
     }
 
     /// The inverse diagonal of `a`, made by [`LevelSteps::rho`] or now.
@@ -240,9 +272,7 @@ impl LevelSteps for DeviceSteps {
             let m = device_setup::mis2(ctx, &ds)?;
             device_setup::aggregate_from(ctx, &ds, m)
         })?;
-        let aggregates = self.download(|| dagg.to_vec("the aggregates"))?;
-        self.aggregates = Some(dagg);
-        Ok(Coarsening { strength: None, states: None, aggregates, count })
+        Ok(Coarsening { strength: None, states: None, aggregates: Vec::new(), count, device: Some(Arc::new(dagg)) })
     }
 
     fn operators(
@@ -255,13 +285,16 @@ impl LevelSteps for DeviceSteps {
         rho: f64,
     ) -> Result<Operators<DeviceCsrParts>> {
         let ctx = self.ctx;
-        let dagg = match self.aggregates.take() {
-            Some(d) if d.len() == c.aggregates.len() => d,
-            _ => DeviceArray::from_slice(ctx, &c.aggregates, "the aggregates")?,
+        let uploaded;
+        let dagg = match &c.device {
+            Some(d) => &**d,
+            None => {
+                uploaded = DeviceArray::from_slice(ctx, &c.aggregates, "the aggregates")?;
+                &uploaded
+            }
         };
         let (p_tent, bc) =
-            timed(&mut self.times, Some(ctx), TENTATIVE, || device_setup::tentative(ctx, &dagg, c.count, bs, b, k))?;
-        drop(dagg);
+            timed(&mut self.times, Some(ctx), TENTATIVE, || device_setup::tentative(ctx, dagg, c.count, bs, b, k))?;
         self.dinv(a)?;
         let (dinv, times) = (self.dinv.as_ref().expect("made above"), &mut self.times);
         let p = timed(times, Some(ctx), SMOOTHING, || device_setup::smooth_prolongator(ctx, a, dinv, rho, &p_tent))?;

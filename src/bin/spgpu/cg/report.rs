@@ -64,6 +64,19 @@ pub(super) struct Watch {
     pub(super) quiet: bool,
 }
 
+impl Watch {
+    /// The monitor's work at a checkpoint: records it, moves the progress bar, and after
+    /// Ctrl-C unwinds with [`Stop`].
+    pub(super) fn checkpoint(&self, ck: &spgpu::solver::Checkpoint, progress: &mut Progress) {
+        self.checkpoints.borrow_mut().push((ck.iterations, ck.rr.sqrt()));
+        progress.update(ck);
+        if crate::signal::interrupted() {
+            progress.bar.finish_and_clear();
+            std::panic::panic_any(Stop);
+        }
+    }
+}
+
 /// The payload that unwinds a solve from its monitor on Ctrl-C ([`interruptible`]).
 pub(super) struct Stop;
 
@@ -313,6 +326,7 @@ pub(super) fn json_report<T: Scalar>(
             "operator_complexity": h.operator_complexity,
             "grid_complexity": h.grid_complexity,
             "setup_place": h.setup_place,
+            "fine_transfer": h.fine_transfer.to_string(),
             "setup_phases_ms": h.setup_phases.iter().map(|(what, t)| serde_json::json!([what, ms(*t)])).collect::<Vec<_>>(),
             "memory_bytes": h.memory.map(|m| serde_json::json!({
                 "matrix": m.matrix,
