@@ -351,6 +351,16 @@ impl<U: DeviceCopy + Default + Clone> DeviceArray<U> {
         Ok(DeviceArray { buf, len: data.len() })
     }
 
+    /// `len` elements `f(0), f(1), ...`, made on the host in parallel a piece at a time and
+    /// uploaded piece by piece ([`DeviceMemory::from_fn`]).
+    pub(crate) fn from_fn(ctx: &'static Context, len: usize, what: &str, f: impl Fn(usize) -> U + Sync) -> Result<Self>
+    where
+        U: Send,
+    {
+        let buf = if len == 0 { None } else { Some(DeviceMemory::from_fn(ctx, len, 1 << 20, what, f)?) };
+        Ok(DeviceArray { buf, len })
+    }
+
     /// Number of elements.
     pub(crate) fn len(&self) -> usize {
         self.len

@@ -489,9 +489,9 @@ fn build_levels<S: LevelSteps>(
     before: Vec<(&'static str, Duration)>,
     setup_place: &'static str,
 ) -> Outcome<S::Matrix> {
-    let n0 = host_a.nrows();
     let nnz0 = host_a.nnz().max(1) as f64;
-    let mut b = params.near_nullspace.clone().unwrap_or_else(|| vec![1.0; n0]);
+    // empty: the constant vector, which the steps make where they run
+    let mut b = params.near_nullspace.clone().unwrap_or_default();
     let mut bs = params.block_size;
     let mut a = a;
     let mut levels: Vec<Level<S::Matrix>> = Vec::new();

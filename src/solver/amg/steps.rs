@@ -116,7 +116,9 @@ pub(super) trait LevelSteps {
     fn rho(&mut self, a: &Self::Matrix) -> Result<f64>;
     /// Strength, MIS-2 and aggregates of the level's matrix.
     fn coarsen(&mut self, a: &Self::Matrix, theta: f64, bs: usize) -> Result<Coarsening>;
-    /// The transfer operators and the coarse matrix from the aggregates of `c`.
+    /// The transfer operators and the coarse matrix from the aggregates of `c`, with the
+    /// near-nullspace `b` (`k` columns; empty for the constant vector, which is then made
+    /// where the steps run, never as a host array of the finest level's length).
     #[allow(clippy::too_many_arguments)]
     fn operators(
         &mut self,
@@ -188,8 +190,16 @@ impl LevelSteps for HostSteps {
         rho: f64,
     ) -> Result<Operators<CsrMatrix<f64>>> {
         let times = &mut self.times;
-        let (p_tent, bc) =
-            timed(times, None, TENTATIVE, || Ok(host_setup::tentative(&c.aggregates, c.count, bs, b, k)))?;
+        let (p_tent, bc) = timed(times, None, TENTATIVE, || {
+            let ones;
+            let b = if b.is_empty() {
+                ones = vec![1.0; c.aggregates.len() * bs.max(1)];
+                &ones[..]
+            } else {
+                b
+            };
+            Ok(host_setup::tentative(&c.aggregates, c.count, bs, b, k))
+        })?;
         let p = timed(times, None, SMOOTHING, || Ok(host_setup::smooth_prolongator(a, &self.dinv, rho, &p_tent)?))?;
         let (r, ac) = timed(times, None, GALERKIN, || Ok(host_setup::galerkin(a, &p)?))?;
         Ok(Operators { p_tent, bc, p, r, ac })
