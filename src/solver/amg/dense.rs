@@ -27,55 +27,63 @@ pub(crate) struct NotPositiveDefinite {
 /// [`NotPositiveDefinite`] naming the first failing pivot.
 pub(crate) fn cholesky_inverse(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>, NotPositiveDefinite> {
     let n = a.nrows();
-    let mut m = a.to_dense(); // row-major n x n
+    let mut m = a.to_dense(); // row-major n x n; its lower triangle becomes L
     let inert: Vec<bool> = (0..n).map(|i| a.row(i).1.iter().all(|&v| v == 0.0)).collect();
     for i in 0..n {
         if inert[i] {
             m[i * n + i] = 1.0;
         }
     }
-    // In place, row by row: the lower triangle becomes L (A = L L'), each entry's sum over
-    // two contiguous row prefixes.
-    for j in 0..n {
-        let (done, rest) = m.split_at_mut(j * n);
-        let row_j = &mut rest[..n];
-        for k in 0..j {
-            let row_k = &done[k * n..k * n + k + 1];
-            let s = dot(&row_j[..k], &row_k[..k]);
-            row_j[k] = (row_j[k] - s) / row_k[k];
-        }
-        let d = row_j[j] - dot(&row_j[..j], &row_j[..j]);
-        if !(d > 0.0 && d.is_finite()) {
-            return Err(NotPositiveDefinite { row: j, pivot: d });
-        }
-        row_j[j] = d.sqrt();
-    }
-    // L' row-major (so the back substitution reads rows too).
+    // Right-looking Cholesky, column by column, every inner loop an axpy over contiguous
+    // memory (which vectorizes, where a dot product's sum in order does not): column k of
+    // L is kept a second time, contiguous, in `lt` (row k of L^T).
     let mut lt = vec![0.0; n * n];
-    for i in 0..n {
-        for k in 0..=i {
-            lt[k * n + i] = m[i * n + k];
+    for k in 0..n {
+        let d = m[k * n + k];
+        if !(d > 0.0 && d.is_finite()) {
+            return Err(NotPositiveDefinite { row: k, pivot: d });
+        }
+        let lkk = d.sqrt();
+        m[k * n + k] = lkk;
+        lt[k * n + k] = lkk;
+        for i in k + 1..n {
+            let l = m[i * n + k] / lkk;
+            m[i * n + k] = l;
+            lt[k * n + i] = l;
+        }
+        // the trailing update of the lower triangle: row i, columns k+1..=i
+        let col = &lt[k * n..k * n + n];
+        for i in k + 1..n {
+            let f = col[i];
+            if f != 0.0 {
+                axpy(-f, &col[k + 1..=i], &mut m[i * n + k + 1..=i * n + i]);
+            }
         }
     }
-    // Column c of A^-1: L y = e_c (y_i = 0 for i < c), then L' x = y; columns in parallel.
+    // Column c of the inverse: L y = e_c forward (by columns of L, in `lt`), then L^T z = y
+    // backward (by rows of L); the columns in parallel, each in a fixed order.
     let columns: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
         .map(|c| {
             let mut y = vec![0.0; n];
-            for i in c..n {
-                let row = &m[i * n..i * n + i];
-                let s = dot(&row[c..], &y[c..i]);
-                y[i] = (if i == c { 1.0 } else { 0.0 } - s) / m[i * n + i];
+            y[c] = 1.0;
+            for j in c..n {
+                let yj = y[j] / lt[j * n + j];
+                y[j] = yj;
+                if yj != 0.0 {
+                    axpy(-yj, &lt[j * n + j + 1..j * n + n], &mut y[j + 1..]);
+                }
             }
             for i in (0..n).rev() {
-                let row = &lt[i * n + i + 1..i * n + n];
-                let s = dot(row, &y[i + 1..]);
-                y[i] = (y[i] - s) / lt[i * n + i];
+                let zi = y[i] / m[i * n + i];
+                y[i] = zi;
+                if zi != 0.0 {
+                    axpy(-zi, &m[i * n..i * n + i], &mut y[..i]);
+                }
             }
             y
         })
         .collect();
-    // Symmetric by construction: (x_ij + x_ji) / 2.
     let mut inv = vec![0.0; n * n];
     for i in 0..n {
         for j in 0..n {
@@ -93,19 +101,12 @@ pub(crate) fn cholesky_inverse(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>, Not
     Ok(CsrMatrix::try_from_parts(n, n, offsets, cols, inv).expect("a dense square matrix"))
 }
 
-/// `x . y` (equal lengths) in four interleaved partial sums, added in a fixed order: the
-/// compiler vectorizes it, and the result repeats bit for bit.
-fn dot(x: &[f64], y: &[f64]) -> f64 {
+/// `y += a x` (equal lengths).
+fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
     debug_assert_eq!(x.len(), y.len());
-    let (xc, yc) = (x.chunks_exact(4), y.chunks_exact(4));
-    let tail: f64 = xc.remainder().iter().zip(yc.remainder()).map(|(a, b)| a * b).sum();
-    let mut acc = [0.0f64; 4];
-    for (a, b) in xc.zip(yc) {
-        for ((s, &p), &q) in acc.iter_mut().zip(a).zip(b) {
-            *s += p * q;
-        }
+    for (v, &u) in y.iter_mut().zip(x) {
+        *v += a * u;
     }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 #[cfg(test)]
@@ -124,6 +125,31 @@ mod tests {
                 assert!((v - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12, "{i} {j} {v}");
             }
         }
+    }
+
+    #[test]
+    fn an_inert_row_gets_a_zero_row_and_column_and_the_rest_is_inverted() {
+        // lap2d:8 (64 rows) with row and column 10 emptied, then stored as explicit zeros
+        let a = crate::gen::laplacian_2d::<f64>(8);
+        let n = 64;
+        let mut d = a.to_dense();
+        for j in 0..n {
+            d[10 * n + j] = 0.0;
+            d[j * n + 10] = 0.0;
+        }
+        let offsets: Vec<u64> = (0..=n).map(|i| (i * n) as u64).collect();
+        let cols: Vec<u32> = (0..n * n).map(|p| (p % n) as u32).collect();
+        let a = CsrMatrix::try_from_parts(n, n, offsets, cols, d.clone()).unwrap();
+        let inv = cholesky_inverse(&a).unwrap().to_dense();
+        for i in 0..n {
+            for j in 0..n {
+                let v: f64 = (0..n).map(|k| inv[i * n + k] * d[k * n + j]).sum();
+                let want = if i == j && i != 10 { 1.0 } else { 0.0 };
+                assert!((v - want).abs() < 1e-12, "{i} {j} {v}");
+                assert_eq!(inv[i * n + j], inv[j * n + i], "symmetric");
+            }
+        }
+        assert!((0..n).all(|j| inv[10 * n + j] == 0.0));
     }
 
     #[test]

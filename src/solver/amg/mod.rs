@@ -928,10 +928,11 @@ pub fn auto_precheck<T: Scalar>(a: &CsrMatrix<T>) -> Option<AutoChoice> {
 /// The choice of [`PreconditionerKind::Auto`] for a matrix on the device, from its diagonal
 /// alone: none when a diagonal entry is not positive (neither Jacobi nor AMG applies), else
 /// Jacobi. AMG's setup runs on the GPU and its levels stay there, but on the H200 (commit
-/// 894ed41, rtol 1e-8, 2026-12-03) its time to solution was 301 ms on `lap3d:150` and 206 ms
-/// on `elast:40`, against 55 ms and 6.9 ms for the whole Jacobi-CG solve (on `lap2d:2000`
-/// 301 ms against 555 ms): picking it would break the promise of never being more than 5%
-/// slower than Jacobi, so Auto does not. `--precond amg` still builds it.
+/// a337ee0, rtol 1e-8, 2026-12-04) its time to solution was 156 ms on `lap3d:150` and 226 ms
+/// on `elast:40`, against 55 ms and 7.6 ms for the whole Jacobi-CG solve (on `lap2d:2000`
+/// 106 ms against 556 ms): picking it without knowing how many iterations Jacobi-CG needs
+/// would break the promise of never being more than 5% slower than Jacobi, so Auto does
+/// not. `--precond amg` still builds it.
 pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     if let Some((row, d)) = diagonal.iter().map(|d| d.to_f64()).enumerate().find(|&(_, d)| !(d.is_finite() && d > 0.0))
     {
@@ -945,7 +946,7 @@ pub fn auto_for_device<T: Scalar>(diagonal: &[T]) -> AutoChoice {
     AutoChoice {
         chosen: PreconditionerKind::Jacobi,
         reason: "Jacobi: AMG's setup on the GPU can cost more than a whole Jacobi-CG solve (on the H200: \
-                 0.30 s against 0.055 s on lap3d:150)"
+                 0.14 s against 0.055 s on lap3d:150)"
             .to_string(),
     }
 }
