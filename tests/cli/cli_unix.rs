@@ -445,6 +445,7 @@ fn json_is_one_object_on_standard_output() {
     assert!(levels.len() >= 2, "{v}");
     assert_eq!((levels[0]["rows"].as_u64(), levels[0]["entries"].as_u64()), (Some(4096), Some(20224)));
     assert!(v["amg"]["operator_complexity"].as_f64().unwrap() > 1.0);
+    assert_eq!(v["amg"]["fine_transfer"], "implicit", "{v}");
     let m = &v["amg"]["memory_bytes"];
     assert_eq!(m["matrix"].as_u64(), Some(4097 * 8 + 20224 * 12));
     let ratio = m["hierarchy"].as_f64().unwrap() / m["matrix"].as_f64().unwrap();
