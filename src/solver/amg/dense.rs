@@ -60,34 +60,36 @@ pub(crate) fn cholesky_inverse(a: &CsrMatrix<f64>) -> Result<CsrMatrix<f64>, Not
             }
         }
     }
-    // Column c of the inverse: L y = e_c forward (by columns of L, in `lt`), then L^T z = y
-    // backward (by rows of L); the columns in parallel, each in a fixed order.
+    // Column c of the inverse from row c down (the rest is its mirror): L y = e_c forward
+    // (by columns of L, in `lt`), then L^T z = y backward (by rows of L) down to row c,
+    // which needs only y[c..]; the columns in parallel, each in a fixed order.
     let columns: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
         .map(|c| {
-            let mut y = vec![0.0; n];
-            y[c] = 1.0;
+            let mut y = vec![0.0; n - c]; // y[i - c]
+            y[0] = 1.0;
             for j in c..n {
-                let yj = y[j] / lt[j * n + j];
-                y[j] = yj;
+                let yj = y[j - c] / lt[j * n + j];
+                y[j - c] = yj;
                 if yj != 0.0 {
-                    axpy(-yj, &lt[j * n + j + 1..j * n + n], &mut y[j + 1..]);
+                    axpy(-yj, &lt[j * n + j + 1..j * n + n], &mut y[j + 1 - c..]);
                 }
             }
-            for i in (0..n).rev() {
-                let zi = y[i] / m[i * n + i];
-                y[i] = zi;
+            for i in (c..n).rev() {
+                let zi = y[i - c] / m[i * n + i];
+                y[i - c] = zi;
                 if zi != 0.0 {
-                    axpy(-zi, &m[i * n..i * n + i], &mut y[..i]);
+                    axpy(-zi, &m[i * n + c..i * n + i], &mut y[..i - c]);
                 }
             }
             y
         })
         .collect();
     let mut inv = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            inv[i * n + j] = 0.5 * (columns[j][i] + columns[i][j]);
+    for (c, col) in columns.iter().enumerate() {
+        for (k, &v) in col.iter().enumerate() {
+            inv[(c + k) * n + c] = v;
+            inv[c * n + c + k] = v;
         }
     }
     for i in (0..n).filter(|&i| inert[i]) {
