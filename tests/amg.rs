@@ -390,6 +390,14 @@ fn the_implicit_fine_transfer_solves_as_the_stored_one_in_less_memory() {
     if let (Some(mi), Some(ms)) = (m_imp, m_sto) {
         assert!(mi < ms, "implicit {mi} bytes, stored {ms}");
     }
+    let (i_all, x_all, t_all, m_all) = with(FineTransfer::ImplicitAllLevels, cheb);
+    assert_eq!(t_all, FineTransfer::ImplicitAllLevels);
+    assert!(i_all.abs_diff(i_sto) <= 1, "implicit on every level {i_all}, stored {i_sto}");
+    let diff = x_all.iter().zip(&x_sto).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+    assert!(diff < 1e-6, "solutions differ by {diff}");
+    if let (Some(ma), Some(mi)) = (m_all, m_imp) {
+        assert!(ma < mi, "implicit on every level {ma} bytes, on level 0 {mi}");
+    }
     let (_, _, t_l1, _) = with(FineTransfer::Implicit, Smoother::L1Jacobi { sweeps: 2 });
     assert_eq!(t_l1, FineTransfer::Stored);
 }

@@ -198,3 +198,25 @@ fn cg_on_the_hierarchys_level_0_solves_as_on_a_second_upload() {
         assert!(err < 1e-4, "{name}: max |x - 1| = {err}");
     }
 }
+
+/// Every level's `P` and `R` applied from `P_tent` ([`FineTransfer::ImplicitAllLevels`]) on
+/// the device: the same iterations as level 0's alone (within one), less memory.
+#[test]
+fn the_implicit_transfer_on_every_level_solves_as_on_level_0_in_less_memory() {
+    use spgpu::solver::FineTransfer;
+    let Some(ctx) = gpu("the_implicit_transfer_on_every_level_solves_as_on_level_0_in_less_memory") else { return };
+    let device = Device::new(ctx).unwrap();
+    for (name, a, params) in systems() {
+        let level0 = Amg::build(&device, &a, &params).unwrap();
+        let every =
+            Amg::build(&device, &a, &AmgParams { fine_transfer: FineTransfer::ImplicitAllLevels, ..params }).unwrap();
+        assert_eq!(every.info().fine_transfer, FineTransfer::ImplicitAllLevels);
+        let (i0, _) = device_solve(ctx, &a, &level0);
+        let (ia, _) = device_solve(ctx, &a, &every);
+        assert!(i0.abs_diff(ia) <= 1, "{name}: level 0 {i0}, every level {ia}");
+        let bytes = |amg: &Amg<f64, Device>| amg.info().memory.expect("device bytes").hierarchy;
+        if level0.info().levels.len() > 2 {
+            assert!(bytes(&every) < bytes(&level0), "{name}: {} against {}", bytes(&every), bytes(&level0));
+        }
+    }
+}

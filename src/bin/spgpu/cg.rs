@@ -130,8 +130,9 @@ pub struct Args {
     #[arg(long, default_value_t = spgpu::solver::COARSE_THETA)]
     pub coarse_theta: f64,
     /// AMG: how the cycle applies level 0's prolongator and restriction: implicit (from the
-    /// tentative prolongator, not stored; with the Chebyshev smoother) or stored.
-    #[arg(long, default_value = "implicit", value_parser = ["implicit", "stored"])]
+    /// tentative prolongator, not stored; with the Chebyshev smoother), implicit-all-levels
+    /// (so on every level: less memory, a longer cycle) or stored.
+    #[arg(long, default_value = "implicit", value_parser = ["implicit", "implicit-all-levels", "stored"])]
     pub fine_transfer: String,
     /// AMG: stop coarsening at this many rows.
     #[arg(long, default_value_t = 500)]
@@ -236,7 +237,11 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
     let mut p = AmgParams {
         theta: args.theta,
         coarse_theta: args.coarse_theta,
-        fine_transfer: if args.fine_transfer == "stored" { FineTransfer::Stored } else { FineTransfer::Implicit },
+        fine_transfer: match args.fine_transfer.as_str() {
+            "stored" => FineTransfer::Stored,
+            "implicit-all-levels" => FineTransfer::ImplicitAllLevels,
+            _ => FineTransfer::Implicit,
+        },
         max_coarse: args.max_coarse,
         smoother: args.smoother,
         block_size: args.block_size.unwrap_or(1),
