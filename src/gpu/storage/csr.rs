@@ -677,16 +677,17 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// A matrix made on the device in its CSR arrays (32-bit offsets and sorted columns),
     /// without a copy through the host: the levels of an AMG hierarchy built on the GPU.
-    /// `stats` are the statistics of its rows, for the plan ([`SpmvPlan::for_csr_arrays`]). When the plan's automatic rule picks ELL and the slots
-    /// fit in the free device memory, they are made on the device from the arrays (16-bit
-    /// column offsets when `narrow`: the caller found every entry within 32767 of its row),
-    /// which are then freed; otherwise the arrays are kept for a CSR kernel. `made` says what
+    /// `stats` are the statistics of its rows, for the plan ([`SpmvPlan::for_csr_arrays`]).
+    /// When the plan's automatic rule picks ELL and the slots fit in the free device memory,
+    /// they are made on the device from the arrays (16-bit column offsets when `narrow`: the
+    /// caller found every entry within 32767 of its row), which are then freed; otherwise the arrays are kept for a CSR kernel. `made` says what
     /// the matrix is, for the plan's reason. Empty arrays (no entries) are `None`.
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] when the offsets do not have `nrows + 1` elements or do not
-    /// end at the number of entries; [`Error::Cuda`] when the conversion fails.
+    /// [`Error::DimensionMismatch`] when the offsets do not have `nrows + 1` elements, or
+    /// `stats` count other rows or entries than the arrays hold; [`Error::Cuda`] when the
+    /// conversion fails.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_csr_arrays(
         ctx: &'static Context,

@@ -48,7 +48,7 @@ pub(super) struct Coarsening {
     pub(super) states: Option<Vec<u8>>,
     pub(super) aggregates: Vec<u32>,
     pub(super) count: usize,
-    pub(super) device: Option<std::sync::Arc<DeviceArray<u32>>>,
+    pub(super) device: Option<Arc<DeviceArray<u32>>>,
 }
 
 impl PartialEq for Coarsening {
@@ -56,7 +56,7 @@ impl PartialEq for Coarsening {
     fn eq(&self, other: &Self) -> bool {
         let same_device = match (&self.device, &other.device) {
             (None, None) => true,
-            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             _ => false,
         };
         self.strength == other.strength
