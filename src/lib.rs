@@ -51,6 +51,7 @@ pub mod gpu;
 pub mod interop;
 pub mod io;
 pub mod reference;
+pub mod reorder;
 pub mod scalar;
 pub mod solver;
 

@@ -4,6 +4,8 @@ use super::amg::{Amg, AmgInfo, AmgParams, AutoChoice};
 use super::backend::{Backend, Checkpoint, PrecondForm, ScaledNorm, Status};
 use super::operator::LinearOperator;
 use super::precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};
+use super::reorder::ReorderInfo;
+use crate::reorder::Ordering;
 use crate::{Error, Scalar};
 use std::time::{Duration, Instant};
 
@@ -156,6 +158,14 @@ pub struct CgParams {
     /// preconditioner other than AMG, see [`Preconditioner::recordable`]) launch step by
     /// step either way. The iterates are the same bit for bit.
     pub use_graphs: bool,
+    /// The locality ordering the system is solved in (default [`Ordering::None`], the
+    /// user's numbering): with another, CG solves `P A P^T (P x) = P b`, builds the
+    /// preconditioner on `P A P^T`, and returns `x` in the user's numbering, with what the
+    /// ordering did in [`CgReport::reorder`] and its time in the setup. [`Ordering::Auto`]
+    /// keeps a numbering whose gathers of `x` already share cache sectors; else it runs a
+    /// few iterations first and renumbers when the estimated saving over the rest of the
+    /// solve repays the ordering's estimated cost twice over (see `docs/cg.md`).
+    pub reorder: Ordering,
 }
 
 impl Default for CgParams {
@@ -170,6 +180,7 @@ impl Default for CgParams {
             history: false,
             max_restarts: 3,
             use_graphs: true,
+            reorder: Ordering::None,
         }
     }
 }
@@ -330,6 +341,9 @@ pub struct CgReport {
     pub amg: Option<AmgInfo>,
     /// What [`PreconditionerKind::Auto`] chose and why.
     pub auto: Option<AutoChoice>,
+    /// What the locality ordering did, when [`CgParams::reorder`] is not
+    /// [`Ordering::None`].
+    pub reorder: Option<ReorderInfo>,
 }
 
 impl CgReport {
@@ -551,6 +565,9 @@ where
 {
     if params.preconditioner != PreconditionerKind::None && op.nrows() != op.ncols() {
         return Err(CgError::NotSquare { nrows: op.nrows(), ncols: op.ncols() });
+    }
+    if params.reorder != Ordering::None {
+        return super::reorder::reordered(backend, op, b, x, params);
     }
     match params.preconditioner {
         PreconditionerKind::Jacobi => {
@@ -846,6 +863,7 @@ where
         history: None,
         amg: None,
         auto: None,
+        reorder: None,
     };
 
     if b_norm == 0.0 {

@@ -42,6 +42,7 @@ mod device;
 mod host;
 mod operator;
 mod precond;
+mod reorder;
 
 pub use amg::{
     auto_for_device, auto_precheck, build_auto, Amg, AmgDeviceMatrix, AmgDeviceVector, AmgHierarchy, AmgInfo, AmgLevel,
@@ -57,3 +58,4 @@ pub use device::{Device, DeviceRecording, DeviceState};
 pub use host::{Host, HostState};
 pub use operator::{DeviceMatrix, LinearOperator};
 pub use precond::{Identity, Jacobi, Preconditioner, PreconditionerKind};
+pub use reorder::{cg_reordered, Renumbered, ReorderInfo, SolveIn};

@@ -17,3 +17,4 @@ mod generators;
 mod interop;
 mod matrix_market;
 mod reference;
+mod reorder;

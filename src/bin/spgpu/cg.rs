@@ -23,9 +23,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use spgpu::gpu::{Context, DeviceCsr, DeviceEll, DeviceVector, KernelChoice, SpmvKernel, SpmvPlan};
+use spgpu::reorder::{Locality, Ordering};
 use spgpu::solver::{
-    build_auto, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport, CgWarning, Checkpoint,
-    Device, FineTransfer, Host, Identity, Jacobi, LinearOperator, PreconditionerKind, SetupPlace, Smoother,
+    build_auto, cg_reordered, cg_vector_bytes, cg_with, Amg, AmgParams, Backend, CgError, CgParams, CgReport,
+    CgWarning, Checkpoint, Device, FineTransfer, Host, Identity, Jacobi, LinearOperator, PreconditionerKind,
+    Renumbered, SetupPlace, Smoother,
 };
 use spgpu::{reference, CsrMatrix, EllMatrix, Scalar};
 
@@ -113,6 +115,13 @@ pub struct Args {
     /// choice and its reason are printed).
     #[arg(long, default_value = "none", value_parser = ["none", "jacobi", "amg", "auto"])]
     pub precond: String,
+    /// Locality ordering: none (the matrix's own numbering), rcm (reverse Cuthill-McKee:
+    /// meshes, banded systems), graph (hubs first, then their communities: skewed graphs)
+    /// or auto (kept when the gathers of x already share cache sectors; else a probe of a
+    /// few iterations decides whether an ordering repays its cost). The system is solved
+    /// renumbered; x is reported and written in the matrix's numbering.
+    #[arg(long, default_value = "none", value_parser = ["none", "auto", "rcm", "graph"])]
+    pub reorder: String,
     /// AMG near-nullspace vectors: a dense Matrix Market array, n x k (n the rows of A).
     /// Default: the constant vector; on `gen:elast:N`, its six rigid-body modes.
     #[arg(long)]
@@ -465,6 +474,7 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         check_interval: usize::try_from(args.check_interval).unwrap_or(usize::MAX),
         history: args.history.is_some(),
         use_graphs: !args.no_graphs,
+        reorder: args.reorder.parse()?,
         ..CgParams::default()
     };
     // From here the first Ctrl-C stops the solve at its next checkpoint (Watch).
@@ -477,59 +487,12 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     }
     let watch = Watch { quiet: args.json, ..Watch::default() };
 
-    let (result, x, upload_time, where_) = match target {
-        Target::Cpu => {
-            let mut x = x0;
-            // AMG: CG multiplies by the hierarchy's level 0, not by a second copy of A
-            let op = (params.preconditioner != PreconditionerKind::Amg).then_some(&a);
-            let res = interruptible(|| solve(&Host, op, &b, &mut x, &params, &a, b_norm, &watch))?;
-            (res, x, Duration::ZERO, "CPU".to_string())
-        }
-        Target::Gpu(ctx) => {
-            let use_ell = args.format == "ell";
-            let t_up = Instant::now();
-            let device = Device::new(ctx)?;
-            let mut d_x = DeviceVector::from_slice(ctx, &x0)?;
-            let (res, format) = if use_ell {
-                let ell = EllMatrix::try_from_csr(&a)?;
-                let width = ell.width();
-                let d_a = DeviceEll::upload(ctx, &ell)?;
-                ctx.synchronize()?;
-                let up = t_up.elapsed();
-                (
-                    interruptible(|| solve(&device, Some(&d_a), &b, &mut d_x, &params, &a, b_norm, &watch))
-                        .map(|r| (r, up)),
-                    format!("ELL (width {width})"),
-                )
-            } else if args.format == "auto" && params.preconditioner == PreconditionerKind::Amg {
-                // AMG's setup uploads A once, and its finest level is the matrix CG multiplies
-                // by: no second copy (the upload is timed in the setup)
-                let none: Option<&DeviceCsr<T>> = None;
-                let res = interruptible(|| solve(&device, none, &b, &mut d_x, &params, &a, b_norm, &watch));
-                (res.map(|r| (r, Duration::ZERO)), "AMG level 0 from the setup's upload".to_string())
-            } else {
-                // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
-                let mut choice = KernelChoice::Auto;
-                if args.format == "csr" {
-                    let stats = a.row_stats();
-                    let columns =
-                        SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
-                    let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Auto, columns)?;
-                    if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
-                        choice = KernelChoice::Balanced;
-                    }
-                }
-                let d_a = DeviceCsr::upload_with(ctx, &a, choice)?;
-                ctx.synchronize()?;
-                let up = t_up.elapsed();
-                let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
-                let res = interruptible(|| solve(&device, Some(&d_a), &b, &mut d_x, &params, &a, b_norm, &watch));
-                (res.map(|r| (r, up)), what)
-            };
-            let (res, up) = res?;
-            (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
-        }
+    let solved = if params.reorder == Ordering::None {
+        solve_on(&target, &a, &b, x0, &params, b_norm, &watch, args)?
+    } else {
+        reordered(&target, &a, &b, x0, &params, b_norm, &watch, args)?
     };
+    let Solved { result, x, upload_time, where_ } = solved;
     crate::signal::defer(false);
     let Some(result) = result else {
         return interrupted(args, &say, &a, &b, &x, &watch, known_solution.as_deref(), &where_);
@@ -567,6 +530,147 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         }
     }
     result.map(|_| ()).map_err(|e| e.into())
+}
+
+/// What [`solve_on`] did: the solve (`None` after Ctrl-C), the solution in the numbering of
+/// the matrix it was given, the upload time, and where it ran.
+struct Solved<T> {
+    result: Option<Result<CgReport, CgError>>,
+    x: Vec<T>,
+    upload_time: Duration,
+    where_: String,
+}
+
+/// Solves `a x = b` from `x0` on `target`, with the storage `args` names.
+#[allow(clippy::too_many_arguments)]
+fn solve_on<T: Scalar>(
+    target: &Target,
+    a: &CsrMatrix<T>,
+    b: &[T],
+    x0: Vec<T>,
+    params: &CgParams,
+    b_norm: f64,
+    watch: &Watch,
+    args: &Args,
+) -> Result<Solved<T>, Box<dyn std::error::Error>> {
+    let (result, x, upload_time, where_) = match target {
+        Target::Cpu => {
+            let mut x = x0;
+            // AMG: CG multiplies by the hierarchy's level 0, not by a second copy of A
+            let op = (params.preconditioner != PreconditionerKind::Amg).then_some(a);
+            let res = interruptible(|| solve(&Host, op, b, &mut x, params, a, b_norm, watch))?;
+            (res, x, Duration::ZERO, "CPU".to_string())
+        }
+        Target::Gpu(ctx) => {
+            let use_ell = args.format == "ell";
+            let t_up = Instant::now();
+            let device = Device::new(ctx)?;
+            let mut d_x = DeviceVector::from_slice(ctx, &x0)?;
+            let (res, format) = if use_ell {
+                let ell = EllMatrix::try_from_csr(a)?;
+                let width = ell.width();
+                let d_a = DeviceEll::upload(ctx, &ell)?;
+                ctx.synchronize()?;
+                let up = t_up.elapsed();
+                (
+                    interruptible(|| solve(&device, Some(&d_a), b, &mut d_x, params, a, b_norm, watch))
+                        .map(|r| (r, up)),
+                    format!("ELL (width {width})"),
+                )
+            } else if args.format == "auto" && params.preconditioner == PreconditionerKind::Amg {
+                // AMG's setup uploads A once, and its finest level is the matrix CG multiplies
+                // by: no second copy (the upload is timed in the setup)
+                let none: Option<&DeviceCsr<T>> = None;
+                let res = interruptible(|| solve(&device, none, b, &mut d_x, params, a, b_norm, watch));
+                (res.map(|r| (r, Duration::ZERO)), "AMG level 0 from the setup's upload".to_string())
+            } else {
+                // auto: the plan's kernel and storage; csr: the plan, kept on CSR storage
+                let mut choice = KernelChoice::Auto;
+                if args.format == "csr" {
+                    let stats = a.row_stats();
+                    let columns =
+                        SpmvPlan::column_layout(a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
+                    let plan = SpmvPlan::with_columns::<T>(&stats, ctx.warp_size(), KernelChoice::Auto, columns)?;
+                    if matches!(plan.kernel(), SpmvKernel::Ell | SpmvKernel::Sell) {
+                        choice = KernelChoice::Balanced;
+                    }
+                }
+                let d_a = DeviceCsr::upload_with(ctx, a, choice)?;
+                ctx.synchronize()?;
+                let up = t_up.elapsed();
+                let what = format!("{}, {}", d_a.storage_name(), d_a.plan().kernel());
+                let res = interruptible(|| solve(&device, Some(&d_a), b, &mut d_x, params, a, b_norm, watch));
+                (res.map(|r| (r, up)), what)
+            };
+            let (res, up) = res?;
+            (res, d_x.to_vec()?, up, format!("{} ({format})", ctx.info().name))
+        }
+    };
+    Ok(Solved { result, x, upload_time, where_ })
+}
+
+/// [`solve_on`] in the locality ordering `params.reorder` ([`cg_reordered`]): the system
+/// renumbered on the host before it is uploaded, the solution brought back to `a`'s
+/// numbering (after Ctrl-C too).
+#[allow(clippy::too_many_arguments)]
+fn reordered<T: Scalar>(
+    target: &Target,
+    a: &CsrMatrix<T>,
+    b: &[T],
+    x0: Vec<T>,
+    params: &CgParams,
+    b_norm: f64,
+    watch: &Watch,
+    args: &Args,
+) -> Result<Solved<T>, Box<dyn std::error::Error>> {
+    // the renumbered copy of A lives beside A
+    let bytes = a.nnz() as u64 * (4 + T::BYTES as u64) + (a.nrows() as u64 + 1) * 8 + 3 * a.nrows() as u64 * 8;
+    spgpu::io::check_memory(&format!("the renumbered copy of {} ({} entries)", args.matrix, a.nnz()), bytes)?;
+    let mut x = x0;
+    let (mut upload_time, mut where_, mut stopped) = (Duration::ZERO, String::new(), false);
+    let mut failure: Option<Box<dyn std::error::Error>> = None;
+    let on_device = matches!(target, Target::Gpu(_));
+    let result = cg_reordered(a, params, on_device, &mut |p, params| {
+        let started = Instant::now();
+        let renumbered = match p {
+            None => None,
+            Some(p) => Some((p.permute_matrix(a)?, p.permute_vector(b)?, p.permute_vector(&x)?)),
+        };
+        let after = renumbered.as_ref().map(|(pa, _, _)| Locality::sampled(pa));
+        let prepared = started.elapsed();
+        let solved = match &renumbered {
+            None => solve_on(target, a, b, std::mem::take(&mut x), params, b_norm, watch, args),
+            Some((pa, pb, px)) => solve_on(target, pa, pb, px.clone(), params, b_norm, watch, args),
+        };
+        drop(renumbered);
+        let back = Instant::now();
+        let solved = match solved {
+            Ok(solved) => solved,
+            Err(e) => {
+                failure = Some(e);
+                return Err(CgError::InvalidParams("the solve failed".into()));
+            }
+        };
+        x = match p {
+            None => solved.x,
+            Some(p) => p.unpermute_vector(&solved.x)?,
+        };
+        upload_time += solved.upload_time;
+        where_ = solved.where_;
+        let time = prepared + back.elapsed();
+        match solved.result {
+            Some(result) => Ok(Renumbered { result, after, time }),
+            None => {
+                stopped = true;
+                Err(CgError::InvalidParams("interrupted".into()))
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let result = (!stopped).then_some(result);
+    Ok(Solved { result, x, upload_time, where_ })
 }
 
 /// Solves with the preconditioner `params` names, with a progress bar on a terminal; the
@@ -746,6 +850,20 @@ fn summary<T: Scalar>(
     );
     if let Some(choice) = &r.auto {
         println!("auto: {} ({})", choice.chosen.name(), choice.reason);
+    }
+    if let Some(o) = &r.reorder {
+        let after = o.after.map_or(String::new(), |l| {
+            format!(
+                "; bandwidth {} -> {}, {:.2} -> {:.2} sectors of x per entry",
+                o.before.bandwidth, l.bandwidth, o.before.sectors_per_entry, l.sectors_per_entry
+            )
+        });
+        let probe = if o.probe_iterations > 0 {
+            format!(", after a probe of {} iterations", o.probe_iterations)
+        } else {
+            String::new()
+        };
+        println!("reorder {}: {} in {:.2} ms{probe} ({}){after}", o.requested, o.ordering, ms(o.time), o.reason);
     }
     if let Some(amg) = &r.amg {
         let phases: Vec<String> = amg.setup_phases.iter().map(|(what, t)| format!("{what} {:.2} ms", ms(*t))).collect();

@@ -166,7 +166,7 @@ enum Command {
     /// Run one SpMV on the GPU, check it against the CPU reference, and time it.
     Spmv(spmv::Args),
     /// Solve A x = b with conjugate gradient (GPU, or CPU without one).
-    Cg(cg::Args),
+    Cg(Box<cg::Args>),
     /// Benchmark SpMV kernels against cuSPARSE and the CPU over a set of matrices.
     Bench(bench::Args),
 }
@@ -296,7 +296,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::run(a),
         Command::Gen(a) => gen::run(a).map_err(gen_usage),
         Command::Spmv(a) => spmv::run(a),
-        Command::Cg(a) => cg::run(a),
+        Command::Cg(a) => cg::run(*a),
         Command::Bench(a) => bench::run(a),
     };
     let result = result.and_then(|()| Ok(std::io::stdout().flush()?));

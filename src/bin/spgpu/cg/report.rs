@@ -311,6 +311,23 @@ pub(super) fn json_report<T: Scalar>(
         "error_against_known_solution": known_solution.map(|s| reference::relative_error(x, s)),
         "warnings": r.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "auto": r.auto.as_ref().map(|c| serde_json::json!({ "chosen": c.chosen.name(), "reason": c.reason })),
+        "reorder": r.reorder.as_ref().map(|o| {
+            let locality = |l: &spgpu::reorder::Locality| serde_json::json!({
+                "bandwidth": l.bandwidth,
+                "profile": l.profile,
+                "sectors_per_entry": l.sectors_per_entry,
+                "sampled": l.sampled,
+            });
+            serde_json::json!({
+                "requested": o.requested.name(),
+                "ordering": o.ordering.name(),
+                "reason": o.reason,
+                "time_ms": ms(o.time),
+                "probe_iterations": o.probe_iterations,
+                "before": locality(&o.before),
+                "after": o.after.as_ref().map(locality),
+            })
+        }),
         "times_ms": {
             "read": ms(read_time),
             "upload": ms(upload_time),
