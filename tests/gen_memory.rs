@@ -80,9 +80,11 @@ fn estimates_bound_the_measured_peak() {
         "geo:50000",
         "graphlap:rmat:13:16",
         "graphlap:lap2d:200",
+        "communities:50000:500",
     ];
-    // A transpose holds the matrix twice while it sorts the entries by column.
-    let twice = ["transpose:powerlaw:100000", "transpose:uniform:20000:30000:10"];
+    // A transpose holds the matrix twice while it sorts the entries by column, a
+    // renumbering while it writes the renumbered copy.
+    let twice = ["transpose:powerlaw:100000", "transpose:uniform:20000:30000:10", "permute:lap2d:300"];
     for (spec, copies) in specs.iter().map(|s| (*s, 1)).chain(twice.iter().map(|s| (*s, 2))) {
         let estimate = gen::estimate_host_bytes::<f64>(spec).unwrap();
         let (a, peak) = peak_of(spec);

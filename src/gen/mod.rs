@@ -4,7 +4,8 @@
 //!   [`laplacian_3d_27pt`]) and 3-DOF elasticity ([`elasticity_3d`]).
 //! - Random rows: [`random_uniform`], [`power_law`], [`banded`].
 //! - Graphs of the classes real collections hold: R-MAT/Kronecker ([`rmat`]), circuits
-//!   ([`circuit`]), web crawls ([`web_graph`]), meshes ([`random_geometric`]), and the
+//!   ([`circuit`]), web crawls ([`web_graph`]), meshes ([`random_geometric`]), networks
+//!   with communities ([`communities`]), and the
 //!   shifted Laplacian of any of them ([`graph_laplacian`]).
 //! - By name, as the command line and the benchmarks write them: [`from_spec`], with the
 //!   size and host memory checked before anything is built ([`estimate_host_bytes`]).
@@ -27,7 +28,7 @@ mod spec;
 mod stencil;
 
 pub use graph::{circuit, graph_laplacian, random_geometric, rmat, rmat_with_stats, web_graph, RmatStats, GEO_DEGREE};
-pub use random::{banded, power_law, random_uniform};
+pub use random::{banded, communities, power_law, random_uniform, COMMUNITY_INSIDE};
 pub use spec::{available_host_memory, host_memory_limit, MEM_LIMIT_VAR};
 pub use stencil::{
     elasticity_3d, elasticity_nnz, laplacian_2d, laplacian_3d_27pt, laplacian_3d_7pt, rigid_body_modes, stencil_nnz,
@@ -58,7 +59,9 @@ use crate::{CsrMatrix, Scalar};
 /// | `web:N[:SEED]` | [`web_graph`]: power-law out-degrees, mostly local links (typical: `web:4000000`) |
 /// | `geo:N[:SEED]` | [`random_geometric`]: random geometric graph in the unit square, 12 neighbours on average, SPD (typical: `geo:4000000`) |
 /// | `elast:N` | [`elasticity_3d`]: 3-DOF elasticity on an `N^3` grid, `3 N^3` rows, 81 entries per interior row, SPD (typical: `elast:64`) |
+/// | `communities:N:SIZE[:DEGREE[:SEED]]` | [`communities`]: `N` vertices in communities of `SIZE`, `DEGREE` (default 16) links each, 90% inside (typical: `permute:communities:4000000:2000`) |
 /// | `graphlap:SPEC` | [`graph_laplacian`] of the matrix `SPEC` (built with f32 values): `L + I`, SPD (`graphlap:rmat:20:16`) |
+/// | `permute:SPEC` | `P A P^T` for the square matrix `SPEC` and a seeded random renumbering `P` ([`numbering`]): the same system numbered at random, as a mesh or graph from a file often is (`permute:lap3d:150`) |
 /// | `transpose:SPEC` | the transpose of the matrix `SPEC`: `transpose:powerlaw:4000000` has even rows and a few columns of up to 20000 entries, the in-links of a graph |
 ///
 /// The seed defaults to 42.
@@ -87,6 +90,33 @@ use crate::{CsrMatrix, Scalar};
 /// ```
 pub fn from_spec<T: Scalar>(spec: &str) -> crate::Result<CsrMatrix<T>> {
     spec::build_checked(spec, host_memory_limit, "set SPGPU_MEM_LIMIT to raise the limit")
+}
+
+/// The renumbering `P` of a `permute:SPEC` name, outermost: `from_spec("permute:SPEC")` is
+/// `P A P^T` for `A = from_spec("SPEC")`, and a vector that goes with `A` (a right-hand side,
+/// a known solution, rigid-body modes) goes with the permuted matrix as
+/// [`Permutation::permute_vector`](crate::reorder::Permutation::permute_vector) of it.
+/// `None` for a name that is not `permute:`. The numbering is seeded (the same on every
+/// machine) and keeps the rows of a node together: the 3 displacements of an `elast` grid
+/// point stay consecutive, so a block size of 3 still holds.
+///
+/// # Errors
+///
+/// As [`estimate_host_bytes`] for an invalid name.
+///
+/// # Example
+///
+/// ```
+/// use spgpu::gen;
+/// let a = gen::from_spec::<f64>("lap2d:20")?;
+/// let pa = gen::from_spec::<f64>("permute:lap2d:20")?;
+/// let p = gen::numbering("permute:lap2d:20")?.expect("a permute: name");
+/// assert_eq!(p.permute_matrix(&a)?.values(), pa.values());
+/// assert!(gen::numbering("lap2d:20")?.is_none());
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+pub fn numbering(spec: &str) -> crate::Result<Option<crate::reorder::Permutation>> {
+    spec::numbering_of(spec)
 }
 
 /// [`from_spec`] with the caller's host memory limit in bytes instead of

@@ -149,3 +149,47 @@ pub(super) fn try_banded<T: Scalar>(n: usize, half_bandwidth: usize, seed: u64) 
         }
     })
 }
+
+/// The share of a [`communities`] vertex's links that stay inside its community.
+pub const COMMUNITY_INSIDE: f64 = 0.9;
+
+/// A graph with communities, as social and collaboration networks show: `n` vertices in
+/// consecutive communities of `size` (the last one shorter), each vertex drawing `degree`
+/// links, a share [`COMMUNITY_INSIDE`] of them uniform in its own community and the rest
+/// uniform over the whole graph (duplicates merged), values uniform in `[-1, 1)`. Numbered
+/// community by community, its gathers of `x` stay within a community's span; numbered at
+/// random (`permute:communities:...`), only an ordering that finds the communities brings
+/// them back. `graphlap:communities:...` is its SPD graph Laplacian.
+///
+/// # Errors
+///
+/// [`FormatError::TooLarge`] past the index limit; a `size` of 0 is taken as 1.
+///
+/// # Example
+///
+/// ```
+/// let a = spgpu::gen::communities::<f64>(10_000, 500, 16, 42)?;
+/// assert_eq!(a.nrows(), 10_000);
+/// // most links stay inside the 500-vertex block of their row
+/// let inside = (0..a.nrows()).map(|i| a.row(i).0.iter().filter(|&&j| j as usize / 500 == i / 500).count()).sum::<usize>();
+/// assert!(inside as f64 > 0.85 * a.nnz() as f64);
+/// # Ok::<(), spgpu::FormatError>(())
+/// ```
+pub fn communities<T: Scalar>(n: usize, size: usize, degree: usize, seed: u64) -> Result<CsrMatrix<T>, FormatError> {
+    check_index_limit("rows", n)?;
+    check_entry_limit("stored entries", n.saturating_mul(degree.min(n)))?;
+    let size = size.max(1);
+    build_rows(n, n, |i, cols, vals| {
+        let mut rng = row_rng(seed, i);
+        let start = i / size * size;
+        let len = size.min(n - start) as u32;
+        cols.extend((0..degree).map(|_| {
+            if rng.random_bool(COMMUNITY_INSIDE) {
+                start as u32 + rng.random_range(0..len)
+            } else {
+                rng.random_range(0..n as u32)
+            }
+        }));
+        finish_row(&mut rng, cols, vals);
+    })
+}

@@ -2,14 +2,21 @@
 //! before anything is built, and the host memory limit.
 
 use super::assemble::csr_bytes;
-use super::graph::{self, circuit_entries, geo_grid, rmat_size, web, GEO_DEGREE};
+use super::graph::{self, circuit_entries, geo_grid, permutation, rmat_size, web, GEO_DEGREE};
 use super::random::{banded_nnz, capped_lomax_moments, try_banded, try_power_law, try_random_uniform};
 use super::stencil::{elasticity_nnz, stencil_nnz};
 use crate::format::{check_entry_limit, check_index_limit};
+use crate::reorder::Permutation;
 use crate::{CsrMatrix, Error, Scalar};
 
 /// The seed when a spec gives none.
 const DEFAULT_SEED: u64 = 42;
+
+/// The links per vertex of `communities:N:SIZE` when the name gives none.
+const COMMUNITY_DEGREE: usize = 16;
+
+/// The seed of `permute:`'s random numbering.
+const PERMUTE_SEED: u64 = 7;
 
 /// A parsed `gen:` name.
 pub(super) enum Spec {
@@ -22,8 +29,10 @@ pub(super) enum Spec {
     Web { n: usize, seed: u64 },
     Geo { n: usize, seed: u64 },
     Elast { n: usize },
+    Communities { n: usize, size: usize, degree: usize, seed: u64 },
     GraphLap(Box<Spec>),
     Transpose(Box<Spec>),
+    Permute(Box<Spec>),
 }
 
 /// What [`Spec::estimate`] finds: dimensions, a bound on the stored entries and the peak
@@ -42,6 +51,17 @@ fn likely_bound(mean: f64, variance: f64) -> u64 {
     (mean + 8.0 * variance.sqrt() + 64.0).ceil() as u64
 }
 
+/// The renumbering of an outermost `permute:` in `spec` (see [`numbering`](super::numbering)).
+pub(super) fn numbering_of(spec: &str) -> crate::Result<Option<Permutation>> {
+    match Spec::parse(spec)? {
+        Spec::Permute(inner) => {
+            let e = inner.estimate(8)?;
+            inner.numbering(e.nrows).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
 impl Spec {
     /// Parses a name as [`from_spec`](super::from_spec) documents it.
     pub(super) fn parse(spec: &str) -> crate::Result<Spec> {
@@ -51,6 +71,9 @@ impl Spec {
         }
         if let Some(inner) = body.strip_prefix("transpose:") {
             return Ok(Spec::Transpose(Box::new(Spec::parse(inner)?)));
+        }
+        if let Some(inner) = body.strip_prefix("permute:") {
+            return Ok(Spec::Permute(Box::new(Spec::parse(inner)?)));
         }
         let mut parts = body.split(':');
         let kind = parts.next().unwrap_or("");
@@ -125,6 +148,16 @@ impl Spec {
                     _ => Spec::Geo { n, seed },
                 }
             }
+            "communities" => {
+                arity(2, 4)?;
+                if nums[0] > 0 && nums[1] == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "generated matrix '{spec}': communities of 0 vertices"
+                    )));
+                }
+                let degree = nums.get(2).copied().unwrap_or(COMMUNITY_DEGREE);
+                Spec::Communities { n: nums[0], size: nums[1], degree, seed: seed(3) }
+            }
             "elast" => {
                 arity(1, 1)?;
                 Spec::Elast { n: nums[0] }
@@ -133,7 +166,7 @@ impl Spec {
                 return Err(Error::InvalidArgument(format!(
                     "unknown generated matrix '{spec}': expected lap2d:N, lap3d:N, stencil27:N, \
                      uniform:ROWS:COLS:PER_ROW, powerlaw:ROWS, longrows:ROWS, banded:N:HALF, rmat:SCALE:EDGEFACTOR, \
-                     circuit:N, web:N, geo:N, elast:N, graphlap:SPEC or transpose:SPEC"
+                     circuit:N, web:N, geo:N, elast:N, communities:N:SIZE, graphlap:SPEC, transpose:SPEC or permute:SPEC"
                 )))
             }
         })
@@ -165,6 +198,12 @@ impl Spec {
                 let nnz = stencil_nnz(points, n).unwrap_or(usize::MAX);
                 check_entry_limit("stored entries", nnz)?;
                 square(rows, nnz as u64, 0)
+            }
+            Spec::Communities { n, degree, .. } => {
+                check_index_limit("rows", n)?;
+                let nnz = n.saturating_mul(degree.min(n));
+                check_entry_limit("stored entries", nnz)?;
+                square(n, nnz as u64, 0)
             }
             Spec::Uniform { rows, cols, per_row, .. } => {
                 check_index_limit("rows", rows)?;
@@ -274,7 +313,41 @@ impl Spec {
                     .saturating_add(8 * (i.ncols as u64 + 1));
                 Estimate { nrows: i.ncols, ncols: i.nrows, nnz: i.nnz, peak: i.peak.max(both) }
             }
+            Spec::Permute(ref inner) => {
+                let i = inner.estimate(value_bytes)?;
+                if i.nrows != i.ncols {
+                    return Err(Error::DimensionMismatch {
+                        op: "permute: columns of the inner matrix (it must be square)",
+                        expected: i.nrows,
+                        found: i.ncols,
+                    });
+                }
+                // the inner matrix and its renumbered copy side by side, plus the
+                // permutation both ways (8 bytes a row)
+                let csr = csr_bytes(i.nrows as u64, i.nnz, value_bytes);
+                let both = csr.saturating_mul(2).saturating_add(8 * i.nrows as u64);
+                Estimate { peak: i.peak.max(both), ..i }
+            }
         })
+    }
+
+    /// The rows of one node, which a `permute:` renumbering keeps together and in order:
+    /// 3 for `elast` (the displacements of a grid point), else 1.
+    fn block(&self) -> usize {
+        match self {
+            Spec::Elast { .. } => 3,
+            Spec::Permute(inner) => inner.block(),
+            _ => 1,
+        }
+    }
+
+    /// The renumbering `permute:` applies to a matrix of `n` rows: nodes of
+    /// [`block`](Self::block) rows in a seeded random order.
+    fn numbering(&self, n: usize) -> crate::Result<Permutation> {
+        let block = if n % self.block() == 0 { self.block() } else { 1 };
+        let nodes = permutation(n / block, PERMUTE_SEED);
+        let order = nodes.iter().flat_map(|&node| (0..block).map(move |d| node as usize * block + d)).collect();
+        Permutation::from_order(order)
     }
 
     /// Whether the pattern is symmetric with every diagonal entry stored (so `graphlap`
@@ -288,7 +361,7 @@ impl Spec {
                 | Spec::Geo { .. }
                 | Spec::Elast { .. }
                 | Spec::GraphLap(_)
-        ) || matches!(self, Spec::Transpose(inner) if inner.symmetric_with_diagonal())
+        ) || matches!(self, Spec::Transpose(inner) | Spec::Permute(inner) if inner.symmetric_with_diagonal())
     }
 
     /// Builds the matrix; [`estimate`](Self::estimate) has checked the sizes.
@@ -305,8 +378,13 @@ impl Spec {
             Spec::Web { n, seed } => graph::web_graph(n, seed)?,
             Spec::Geo { n, seed } => graph::random_geometric(n, seed)?,
             Spec::Elast { n } => super::elasticity_3d(n)?,
+            Spec::Communities { n, size, degree, seed } => super::communities(n, size, degree, seed)?,
             Spec::GraphLap(ref inner) => graph::graph_laplacian(inner.build::<f32>()?)?,
             Spec::Transpose(ref inner) => inner.build::<T>()?.transpose(),
+            Spec::Permute(ref inner) => {
+                let a = inner.build::<T>()?;
+                inner.numbering(a.nrows())?.permute_matrix(&a)?
+            }
         })
     }
 }

@@ -4,12 +4,12 @@ use super::{adjacency, Permutation};
 use crate::{CsrMatrix, Scalar};
 
 /// Degree over the mean degree from which [`graph_order`] counts a vertex as a hub.
-pub const HUB_DEGREE: f64 = 4.0;
+pub(crate) const HUB_DEGREE: f64 = 4.0;
 
 /// Hubs first, then a breadth-first sweep, on the pattern of `a + a^T` (the diagonal
 /// ignored):
 ///
-/// 1. the hubs (degree above [`HUB_DEGREE`] times the mean) take the first numbers, by
+/// 1. the hubs (degree above 4 times the mean) take the first numbers, by
 ///    decreasing degree (ties by index): the values of `x` that most rows read share a few
 ///    cache lines, and stay in the caches;
 /// 2. a breadth-first sweep from the hubs, in their order, numbers every other vertex when

@@ -13,7 +13,7 @@ pub const SECTOR_BYTES: usize = 32;
 pub(crate) const BLOCK_ROWS: usize = 32;
 
 /// Row blocks [`Locality::sampled`] measures, spread evenly over the rows.
-const SAMPLE_BLOCKS: usize = 1 << 15;
+pub(crate) const SAMPLE_BLOCKS: usize = 1 << 15;
 
 /// How a numbering places the entries of a square matrix, for the gathers of `x`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,7 +41,7 @@ impl Locality {
         Self::over(a, blocks, |b| b, false)
     }
 
-    /// The locality of [`SAMPLE_BLOCKS`] blocks of 32 rows spread evenly over `a` (every
+    /// The locality of 32768 blocks of 32 rows spread evenly over `a` (every
     /// block when there are fewer): what [`choose`](super::choose) measures on large
     /// matrices, in a fraction of the time.
     pub fn sampled<T: Scalar>(a: &CsrMatrix<T>) -> Self {

@@ -183,26 +183,32 @@ impl Permutation {
         let nnz = a.nnz();
         let mut cols = vec![0u32; nnz];
         let mut vals = vec![T::ZERO; nnz];
-        // Split the output arrays by rows; each row sorts its own slice.
-        let mut col_rows: Vec<&mut [u32]> = Vec::with_capacity(n);
-        let mut val_rows: Vec<&mut [T]> = Vec::with_capacity(n);
+        // Split the output arrays into blocks of rows (a few slices, not two a row); each
+        // row sorts its own part of its block.
+        const BLOCK: usize = 1 << 10;
+        let mut blocks: Vec<(usize, &mut [u32], &mut [T])> = Vec::with_capacity(n.div_ceil(BLOCK));
         let (mut c_rest, mut v_rest) = (cols.as_mut_slice(), vals.as_mut_slice());
-        for k in 0..n {
-            let len = (offsets[k + 1] - offsets[k]) as usize;
+        for first in (0..n).step_by(BLOCK) {
+            let last = (first + BLOCK).min(n);
+            let len = (offsets[last] - offsets[first]) as usize;
             let (c, cr) = std::mem::take(&mut c_rest).split_at_mut(len);
             let (v, vr) = std::mem::take(&mut v_rest).split_at_mut(len);
-            col_rows.push(c);
-            val_rows.push(v);
+            blocks.push((first, c, v));
             (c_rest, v_rest) = (cr, vr);
         }
-        col_rows.into_par_iter().zip(val_rows).enumerate().with_min_len(1 << 10).for_each(|(k, (c, v))| {
-            let (rc, rv) = a.row(self.order[k] as usize);
-            let mut pairs: Vec<(u32, T)> =
-                rc.iter().map(|&j| self.position[j as usize]).zip(rv.iter().copied()).collect();
-            pairs.sort_unstable_by_key(|&(j, _)| j);
-            for (slot, (j, x)) in pairs.into_iter().enumerate() {
-                c[slot] = j;
-                v[slot] = x;
+        blocks.into_par_iter().for_each(|(first, c, v)| {
+            let base = offsets[first];
+            let mut pairs: Vec<(u32, T)> = Vec::new();
+            for k in first..(first + BLOCK).min(n) {
+                let (rc, rv) = a.row(self.order[k] as usize);
+                pairs.clear();
+                pairs.extend(rc.iter().map(|&j| self.position[j as usize]).zip(rv.iter().copied()));
+                pairs.sort_unstable_by_key(|&(j, _)| j);
+                let at = (offsets[k] - base) as usize;
+                for (slot, (j, x)) in pairs.drain(..).enumerate() {
+                    c[at + slot] = j;
+                    v[at + slot] = x;
+                }
             }
         });
         // SAFETY (of the invariants): the offsets are the row lengths of `a` in the new order,
@@ -278,14 +284,14 @@ pub(crate) const SAMPLE_ABOVE_ROWS: usize = 1 << 20;
 /// [`locality::BLOCK_ROWS`] rows) below which [`choose`] keeps the numbering: the gathers
 /// already share sectors well enough. A 5-point Laplacian numbered by rows touches about
 /// 0.17; numbered at random, close to 1.
-pub const AUTO_SCATTERED: f64 = 0.6;
+pub(crate) const AUTO_SCATTERED: f64 = 0.6;
 
 /// The fraction of the sectors per entry an ordering must save for [`choose`] to take it.
-pub const AUTO_MIN_GAIN: f64 = 0.25;
+pub(crate) const AUTO_MIN_GAIN: f64 = 0.25;
 
 /// Longest row over mean row length from which [`choose`] tries [`graph_order`] before
 /// [`rcm`] (skewed degrees: hubs).
-pub const AUTO_SKEW: f64 = 8.0;
+pub(crate) const AUTO_SKEW: f64 = 8.0;
 
 /// What [`choose`] decided, and why.
 #[derive(Debug, Clone)]
@@ -303,9 +309,9 @@ pub struct Choice {
 }
 
 /// Decides whether to renumber `a`, from what its numbering makes of the gathers of `x`:
-/// none when the sectors of `x` per entry are below [`AUTO_SCATTERED`]; else the ordering
+/// none when the sectors of `x` per entry are below 0.6; else the ordering
 /// for its shape ([`graph_order`] for skewed degrees, [`rcm`] otherwise; the other one too
-/// when the first saves little), taken when it saves at least [`AUTO_MIN_GAIN`] of the
+/// when the first saves little), taken when it saves at least a quarter of the
 /// sectors. Large matrices are measured on a sample of row blocks.
 ///
 /// The decision looks at the matrix only; whether the saving repays the ordering's cost
@@ -318,6 +324,30 @@ pub fn choose<T: Scalar>(a: &CsrMatrix<T>) -> Choice {
 
 /// [`choose`] with the locality of `a`'s numbering already measured.
 pub(crate) fn choose_from<T: Scalar>(a: &CsrMatrix<T>, before: Locality) -> Choice {
+    decide(a, before, false).0
+}
+
+/// One ordering of `a` as [`survey`] measured it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// [`Ordering::Rcm`] or [`Ordering::Graph`].
+    pub ordering: Ordering,
+    /// The locality of `a` in that ordering.
+    pub after: Locality,
+    /// The time to compute the ordering and renumber `a` (on the host).
+    pub time: std::time::Duration,
+}
+
+/// What every ordering makes of `a` (for `spgpu info`): each candidate's locality and cost,
+/// and what [`choose`] decides (the same decision; the candidates it would not have tried
+/// are tried too). No candidates when `a` is not square with at least two rows.
+pub fn survey<T: Scalar>(a: &CsrMatrix<T>) -> (Choice, Vec<Candidate>) {
+    let before = if a.nrows() > SAMPLE_ABOVE_ROWS { Locality::sampled(a) } else { Locality::of(a) };
+    decide(a, before, true)
+}
+
+/// [`choose_from`], and with `all` the candidates it did not need measured too.
+fn decide<T: Scalar>(a: &CsrMatrix<T>, before: Locality, all: bool) -> (Choice, Vec<Candidate>) {
     let sample = a.nrows() > SAMPLE_ABOVE_ROWS;
     let measure = |m: &CsrMatrix<T>| if sample { Locality::sampled(m) } else { Locality::of(m) };
     let keep = |reason: String, before: Locality| Choice {
@@ -328,52 +358,55 @@ pub(crate) fn choose_from<T: Scalar>(a: &CsrMatrix<T>, before: Locality) -> Choi
         reason,
     };
     if a.nrows() != a.ncols() || a.nrows() < 2 {
-        return keep("the matrix is not square with at least two rows: nothing to renumber".into(), before);
+        let reason = "the matrix is not square with at least two rows: nothing to renumber".into();
+        return (keep(reason, before), Vec::new());
     }
-    if before.sectors_per_entry < AUTO_SCATTERED {
-        return keep(
-            format!(
-                "the numbering already shares the gathers of x: {:.2} sectors per entry (below {AUTO_SCATTERED})",
-                before.sectors_per_entry
-            ),
-            before,
-        );
-    }
+    let scattered = before.sectors_per_entry >= AUTO_SCATTERED;
     let stats = a.row_stats();
     let skewed = stats.max as f64 > AUTO_SKEW * stats.mean.max(1.0);
-    let candidates = if skewed { [Ordering::Graph, Ordering::Rcm] } else { [Ordering::Rcm, Ordering::Graph] };
+    let order = if skewed { [Ordering::Graph, Ordering::Rcm] } else { [Ordering::Rcm, Ordering::Graph] };
+    let mut tried: Vec<Candidate> = Vec::new();
     let mut best: Option<(Ordering, Permutation, Locality)> = None;
-    for ordering in candidates {
+    let enough = |b: &Option<(Ordering, Permutation, Locality)>| {
+        b.as_ref().is_some_and(|(_, _, l)| l.sectors_per_entry <= (1.0 - AUTO_MIN_GAIN) * before.sectors_per_entry)
+    };
+    for ordering in order {
+        if !all && (!scattered || enough(&best)) {
+            break;
+        }
+        let started = std::time::Instant::now();
         let p = match ordering {
             Ordering::Rcm => rcm(a),
             _ => graph_order(a),
         };
         let after = measure(&p.permute_matrix(a).expect("square, of the permutation's length"));
-        let better = best.as_ref().map_or(true, |(_, _, b)| after.sectors_per_entry < b.sectors_per_entry);
-        if better {
+        tried.push(Candidate { ordering, after, time: started.elapsed() });
+        // as choose would: the first candidate that saves enough, else the better one
+        if !enough(&best) && best.as_ref().map_or(true, |(_, _, b)| after.sectors_per_entry < b.sectors_per_entry) {
             best = Some((ordering, p, after));
         }
-        let (_, _, b) = best.as_ref().expect("set above");
-        if b.sectors_per_entry <= (1.0 - AUTO_MIN_GAIN) * before.sectors_per_entry {
-            break;
-        }
+    }
+    if !scattered {
+        let reason = format!(
+            "the numbering already shares the gathers of x: {:.2} sectors per entry (below {AUTO_SCATTERED})",
+            before.sectors_per_entry
+        );
+        return (keep(reason, before), tried);
     }
     let (ordering, p, after) = best.expect("two candidates tried");
     let gain = 1.0 - after.sectors_per_entry / before.sectors_per_entry;
     if gain < AUTO_MIN_GAIN {
-        return keep(
-            format!(
-                "the gathers of x are scattered ({:.2} sectors per entry), but the best ordering ({}) leaves {:.2}: \
-                 less than {:.0}% saved",
-                before.sectors_per_entry,
-                ordering,
-                after.sectors_per_entry,
-                AUTO_MIN_GAIN * 100.0
-            ),
-            before,
+        let reason = format!(
+            "the gathers of x are scattered ({:.2} sectors per entry), but the best ordering ({}) leaves {:.2}: \
+             less than {:.0}% saved",
+            before.sectors_per_entry,
+            ordering,
+            after.sectors_per_entry,
+            AUTO_MIN_GAIN * 100.0
         );
+        return (keep(reason, before), tried);
     }
-    Choice {
+    let choice = Choice {
         ordering,
         reason: format!(
             "{ordering}: the gathers of x go from {:.2} to {:.2} sectors per entry ({:.0}% fewer{}), bandwidth {} -> {}",
@@ -387,7 +420,8 @@ pub(crate) fn choose_from<T: Scalar>(a: &CsrMatrix<T>, before: Locality) -> Choi
         permutation: Some(p),
         before,
         after: Some(after),
-    }
+    };
+    (choice, tried)
 }
 
 /// The pattern of `a + a^T` without the diagonal, as sorted neighbour lists: the graph the
@@ -559,6 +593,14 @@ fn gather<T: Copy + Send + Sync>(index: &[u32], v: &[T]) -> Vec<T> {
 mod tests {
     use super::*;
     use crate::gen;
+
+    #[test]
+    fn the_thresholds_are_those_the_docs_name() {
+        // graph_order, Locality::sampled and choose give these figures in words
+        assert_eq!(graph::HUB_DEGREE, 4.0);
+        assert_eq!(locality::SAMPLE_BLOCKS, 32768);
+        assert_eq!((AUTO_SCATTERED, AUTO_MIN_GAIN), (0.6, 0.25));
+    }
 
     fn shuffled(n: usize, seed: u64) -> Permutation {
         use rand::{seq::SliceRandom, SeedableRng};

@@ -166,3 +166,62 @@ fn reordering_a_non_square_system_is_refused() {
     let e = cg(&Host, &a, &vec![1.0, 1.0], &mut x, &params).unwrap_err().to_string();
     assert!(e.contains("2 x 3"), "{e}");
 }
+
+#[test]
+fn permute_names_a_random_numbering_of_any_generated_matrix() {
+    let a = gen::from_spec::<f64>("lap3d:12").unwrap();
+    let pa = gen::from_spec::<f64>("permute:lap3d:12").unwrap();
+    let p = gen::numbering("gen:permute:lap3d:12").unwrap().expect("a permute: name");
+    assert_eq!(pa, p.permute_matrix(&a).unwrap());
+    assert_eq!((pa.nrows(), pa.nnz()), (a.nrows(), a.nnz()));
+    // the same matrix (to its numbering): same diagonal multiset, same solution of A x = A 1
+    let (mut d, mut pd) = (a.diagonal(), pa.diagonal());
+    d.sort_by(f64::total_cmp);
+    pd.sort_by(f64::total_cmp);
+    assert_eq!(d, pd);
+    // scattered where the natural numbering is local, and seeded: the same every time
+    let (before, after) = (Locality::of(&a), Locality::of(&pa));
+    assert!(after.sectors_per_entry > 2.5 * before.sectors_per_entry, "{before:?} -> {after:?}");
+    assert!(after.bandwidth > 10 * before.bandwidth, "{before:?} -> {after:?}");
+    assert_eq!(pa, gen::from_spec::<f64>("permute:lap3d:12").unwrap());
+    assert!(gen::numbering("lap3d:12").unwrap().is_none());
+    // elasticity keeps a grid point's three displacements together
+    let p = gen::numbering("permute:elast:4").unwrap().unwrap();
+    for node in p.order().chunks(3) {
+        assert_eq!((node[0] % 3, node[1], node[2]), (0, node[0] + 1, node[0] + 2), "{node:?}");
+    }
+    // the estimate counts both copies; a rectangular inner matrix is refused
+    let (e, f) = (
+        gen::estimate_host_bytes::<f64>("lap2d:300").unwrap(),
+        gen::estimate_host_bytes::<f64>("permute:lap2d:300").unwrap(),
+    );
+    assert!(f >= 2 * e, "{f} < 2 x {e}");
+    let err = gen::from_spec::<f64>("permute:uniform:10:20:3").unwrap_err().to_string();
+    assert!(err.contains("permute") && err.contains("square"), "{err}");
+    let err = gen::from_spec::<f64>("permute:").unwrap_err().to_string();
+    assert!(err.contains("unknown generated matrix"), "{err}");
+}
+
+#[test]
+fn communities_stay_local_until_renumbered_and_the_graph_ordering_finds_them() {
+    let a = gen::from_spec::<f64>("communities:40000:400").unwrap();
+    assert_eq!(a, gen::communities(40_000, 400, 16, 42).unwrap());
+    assert_eq!(a.nrows(), 40_000);
+    assert!(a.nnz() > 15 * 40_000 && a.nnz() <= 16 * 40_000, "{}", a.nnz());
+    let inside: usize =
+        (0..a.nrows()).map(|i| a.row(i).0.iter().filter(|&&j| j as usize / 400 == i / 400).count()).sum();
+    let share = inside as f64 / a.nnz() as f64;
+    assert!((share - 0.9).abs() < 0.02, "{share}"); // 90% inside, plus the few outside draws that land inside
+    let l = gen::from_spec::<f64>("permute:graphlap:communities:40000:400").unwrap();
+    let scattered = Locality::of(&l);
+    let p = reorder::graph_order(&l);
+    let ordered = Locality::of(&p.permute_matrix(&l).unwrap());
+    assert!(
+        ordered.sectors_per_entry < 0.75 * scattered.sectors_per_entry,
+        "graph ordering: {scattered:?} -> {ordered:?}"
+    );
+    let err = gen::from_spec::<f64>("communities:100:0").unwrap_err().to_string();
+    assert!(err.contains("communities of 0 vertices"), "{err}");
+    let err = gen::from_spec::<f64>("communities:100").unwrap_err().to_string();
+    assert!(err.contains("communities takes 2 to 4 parameter(s), got 1"), "{err}");
+}

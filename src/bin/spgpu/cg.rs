@@ -240,9 +240,10 @@ fn read_near_nullspace(path: &Path, n: usize) -> Result<Vec<f64>, String> {
     Ok(b)
 }
 
-/// The AMG parameters from the command line; on `gen:elast:N` without `--near-nullspace`,
-/// its rigid-body modes with block size 3.
-fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
+/// The AMG parameters from the command line; on `gen:elast:N` (or `gen:permute:elast:N`)
+/// without `--near-nullspace`, its rigid-body modes (in the permuted numbering) with block
+/// size 3.
+fn amg_params(args: &Args, n: usize) -> Result<AmgParams, Box<dyn std::error::Error>> {
     let mut p = AmgParams {
         theta: args.theta,
         coarse_theta: args.coarse_theta,
@@ -261,16 +262,25 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, String> {
         },
         ..AmgParams::default()
     };
-    let elast = args
-        .matrix
-        .strip_prefix("gen:")
+    let spec = args.matrix.strip_prefix("gen:");
+    let permuted = spec.and_then(|s| s.strip_prefix("permute:")).map(|s| s.strip_prefix("gen:").unwrap_or(s));
+    let elast = permuted
+        .or(spec)
         .and_then(|s| s.strip_prefix("elast:"))
         .and_then(|s| s.replace('_', "").parse::<usize>().ok())
         .filter(|_| args.leading.is_none());
     match (&args.near_nullspace, elast) {
         (Some(path), _) => p.near_nullspace = Some(read_near_nullspace(path, n)?),
         (None, Some(grid)) => {
-            p.near_nullspace = Some(spgpu::gen::rigid_body_modes(grid));
+            let mut modes = spgpu::gen::rigid_body_modes(grid);
+            if let Some(perm) = spgpu::gen::numbering(&args.matrix)? {
+                modes = modes
+                    .chunks(perm.len())
+                    .map(|mode| perm.permute_vector(mode))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .concat();
+            }
+            p.near_nullspace = Some(modes);
             p.block_size = args.block_size.unwrap_or(3);
         }
         (None, None) => {}

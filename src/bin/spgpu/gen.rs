@@ -35,10 +35,16 @@ Generated matrices by full name (also accepted as gen:NAME wherever a matrix fil
                                 75% of links within 16384 ids; web:4000000
   geo:N[:SEED]                  random geometric graph in the unit square, 12 neighbours on
                                 average, numbered cell by cell (SPD); geo:4000000
+  communities:N:SIZE[:DEGREE[:SEED]]  N vertices in communities of SIZE, DEGREE (default
+                                16) links each, 90% inside their community, numbered
+                                community by community; permute:communities:4000000:2000
   graphlap:NAME                 shifted graph Laplacian L + I of NAME's symmetrized pattern:
                                 rows sum to 1 (SPD); graphlap:rmat:20:16
   transpose:NAME                the transpose of NAME: transpose:powerlaw:4000000 has even
                                 rows and a few columns of up to 20000 entries
+  permute:NAME                  P A P^T for the square NAME and a seeded random numbering P
+                                (a grid point's 3 rows of elast stay together): a mesh or
+                                graph numbered at random; permute:lap3d:150
 The seed defaults to 42; the same name gives the same matrix on any machine.
 
 Memory: the peak host memory of building the matrix is estimated first, and the

@@ -11,6 +11,7 @@
 
 use spgpu::gpu::hot::{HotColumns, HOT_BYTES_PER_BLOCK};
 use spgpu::gpu::{KernelChoice, SpmvPlan};
+use spgpu::reorder::{self, Locality};
 use spgpu::CsrMatrix;
 
 use crate::CliResult;
@@ -20,7 +21,8 @@ use crate::CliResult;
 pub struct Args {
     /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
     /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
-    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME,
+    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, communities:N:SIZE, graphlap:NAME,
+    /// transpose:NAME, permute:NAME,
     /// ...).
     pub matrix: String,
     /// Print one JSON object on standard output instead of the text (`docs/cli.md`).
@@ -156,6 +158,7 @@ pub fn run(args: Args) -> CliResult {
     let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
     let plan = SpmvPlan::with_columns::<f64>(&stats, 32, KernelChoice::Auto, hint)?;
     let single = SpmvPlan::with_columns::<f32>(&stats, 32, KernelChoice::Auto, hint)?;
+    let locality = orderings(&args.matrix, &a)?;
     let cells = a.nrows() as f64 * a.ncols() as f64;
     let density = if cells > 0.0 { a.nnz() as f64 / cells } else { 0.0 };
 
@@ -203,6 +206,24 @@ pub fn run(args: Args) -> CliResult {
             "symmetry": symmetry,
             "values": vals.json(),
             "column_reads": reads,
+            "locality": locality.as_ref().map(|(choice, tried)| {
+                let l = |l: &Locality| serde_json::json!({
+                    "bandwidth": l.bandwidth,
+                    "profile": l.profile,
+                    "mean_distance": l.mean_distance,
+                    "sectors_per_entry": l.sectors_per_entry,
+                    "sampled": l.sampled,
+                });
+                serde_json::json!({
+                    "numbering": l(&choice.before),
+                    "orderings": tried.iter().map(|c| serde_json::json!({
+                        "ordering": c.ordering.name(),
+                        "after": l(&c.after),
+                        "time_ms": c.time.as_secs_f64() * 1e3,
+                    })).collect::<Vec<_>>(),
+                    "auto": { "ordering": choice.ordering.name(), "reason": choice.reason },
+                })
+            }),
             "plan": {
                 "kernel": plan.kernel().to_string(),
                 "reason": plan.reason(),
@@ -255,11 +276,51 @@ pub fn run(args: Args) -> CliResult {
              the columns), the {n32} most-read {s32:.1}% ({k32:.1} x): what hot columns would hold in f64 and f32"
         )?;
     }
+    if let Some((choice, tried)) = &locality {
+        let l = |l: &Locality| {
+            format!(
+                "bandwidth {}, profile {}, mean |i - j| {:.1}, {:.2} sectors of x per entry{}",
+                l.bandwidth,
+                l.profile,
+                l.mean_distance,
+                l.sectors_per_entry,
+                if l.sampled { " (sampled)" } else { "" }
+            )
+        };
+        outln!("locality:        {}", l(&choice.before))?;
+        for c in tried {
+            outln!(
+                "  with {:<5}      {} (ordered in {:.1} ms)",
+                c.ordering.name(),
+                l(&c.after),
+                c.time.as_secs_f64() * 1e3
+            )?;
+        }
+        outln!("  --reorder auto: {} ({})", choice.ordering, choice.reason)?;
+    }
     outln!("{}", plan.explain().trim_end())?;
     if single.kernel() != plan.kernel() {
         outln!("  with f32 values: {} ({})", single.kernel(), single.reason())?;
     }
     Ok(())
+}
+
+/// The locality of `a`'s numbering, what RCM and the graph ordering make of it, and what
+/// `--reorder auto` would take ([`reorder::survey`]); `None` when `a` is not square. The
+/// renumbered copy each ordering is measured on is checked against the memory first.
+fn orderings(
+    name: &str,
+    a: &CsrMatrix<f64>,
+) -> Result<Option<(reorder::Choice, Vec<reorder::Candidate>)>, Box<dyn std::error::Error>> {
+    if a.nrows() != a.ncols() || a.nrows() < 2 {
+        return Ok(None);
+    }
+    let bytes = a.nnz() as u64 * 12 + (a.nrows() as u64 + 1) * 8 + 3 * a.nrows() as u64 * 8;
+    spgpu::io::check_memory(
+        &format!("a renumbered copy of {name} ({} entries), to measure the orderings", a.nnz()),
+        bytes,
+    )?;
+    Ok(Some(reorder::survey(a)))
 }
 
 /// How unevenly the columns are read: the share of the entries in the most-read columns, as

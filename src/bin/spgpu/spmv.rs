@@ -37,7 +37,8 @@ const COPY_BANDWIDTH: f64 = 4.28e12;
 pub struct Args {
     /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
     /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
-    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, graphlap:NAME, transpose:NAME,
+    /// powerlaw:R, rmat:S:E, web:N, circuit:N, geo:N, elast:N, communities:N:SIZE, graphlap:NAME,
+    /// transpose:NAME, permute:NAME,
     /// ...).
     pub matrix: String,
     /// The kernel: auto (the plan's heuristic), scalar, vector, vector:N (N = 2, 4, 8, 16,
