@@ -199,12 +199,13 @@ impl Permutation {
         blocks.into_par_iter().for_each(|(first, c, v)| {
             let base = offsets[first];
             let mut pairs: Vec<(u32, T)> = Vec::new();
-            for k in first..(first + BLOCK).min(n) {
-                let (rc, rv) = a.row(self.order[k] as usize);
+            let last = (first + BLOCK).min(n);
+            for (&old, &start) in self.order[first..last].iter().zip(&offsets[first..last]) {
+                let (rc, rv) = a.row(old as usize);
                 pairs.clear();
                 pairs.extend(rc.iter().map(|&j| self.position[j as usize]).zip(rv.iter().copied()));
                 pairs.sort_unstable_by_key(|&(j, _)| j);
-                let at = (offsets[k] - base) as usize;
+                let at = (start - base) as usize;
                 for (slot, (j, x)) in pairs.drain(..).enumerate() {
                     c[at + slot] = j;
                     v[at + slot] = x;
