@@ -339,12 +339,22 @@ pub struct Candidate {
     pub time: std::time::Duration,
 }
 
+/// What [`survey`] found.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    /// What [`choose`] decides (the same decision).
+    pub choice: Choice,
+    /// Every ordering tried, including those [`choose`] would not have needed; none when
+    /// the matrix is not square with at least two rows.
+    pub candidates: Vec<Candidate>,
+}
+
 /// What every ordering makes of `a` (for `spgpu info`): each candidate's locality and cost,
-/// and what [`choose`] decides (the same decision; the candidates it would not have tried
-/// are tried too). No candidates when `a` is not square with at least two rows.
-pub fn survey<T: Scalar>(a: &CsrMatrix<T>) -> (Choice, Vec<Candidate>) {
+/// and what [`choose`] decides.
+pub fn survey<T: Scalar>(a: &CsrMatrix<T>) -> Survey {
     let before = if a.nrows() > SAMPLE_ABOVE_ROWS { Locality::sampled(a) } else { Locality::of(a) };
-    decide(a, before, true)
+    let (choice, candidates) = decide(a, before, true);
+    Survey { choice, candidates }
 }
 
 /// [`choose_from`], and with `all` the candidates it did not need measured too.

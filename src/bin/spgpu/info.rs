@@ -206,7 +206,7 @@ pub fn run(args: Args) -> CliResult {
             "symmetry": symmetry,
             "values": vals.json(),
             "column_reads": reads,
-            "locality": locality.as_ref().map(|(choice, tried)| {
+            "locality": locality.as_ref().map(|reorder::Survey { choice, candidates: tried }| {
                 let l = |l: &Locality| serde_json::json!({
                     "bandwidth": l.bandwidth,
                     "profile": l.profile,
@@ -276,7 +276,7 @@ pub fn run(args: Args) -> CliResult {
              the columns), the {n32} most-read {s32:.1}% ({k32:.1} x): what hot columns would hold in f64 and f32"
         )?;
     }
-    if let Some((choice, tried)) = &locality {
+    if let Some(reorder::Survey { choice, candidates: tried }) = &locality {
         let l = |l: &Locality| {
             format!(
                 "bandwidth {}, profile {}, mean |i - j| {:.1}, {:.2} sectors of x per entry{}",
@@ -308,10 +308,7 @@ pub fn run(args: Args) -> CliResult {
 /// The locality of `a`'s numbering, what RCM and the graph ordering make of it, and what
 /// `--reorder auto` would take ([`reorder::survey`]); `None` when `a` is not square. The
 /// renumbered copy each ordering is measured on is checked against the memory first.
-fn orderings(
-    name: &str,
-    a: &CsrMatrix<f64>,
-) -> Result<Option<(reorder::Choice, Vec<reorder::Candidate>)>, Box<dyn std::error::Error>> {
+fn orderings(name: &str, a: &CsrMatrix<f64>) -> Result<Option<reorder::Survey>, Box<dyn std::error::Error>> {
     if a.nrows() != a.ncols() || a.nrows() < 2 {
         return Ok(None);
     }
