@@ -33,7 +33,8 @@ pub struct ReorderInfo {
 
 /// Iterations [`Ordering::Auto`] runs in the user's numbering when the gathers of `x` are
 /// scattered: they measure the time of an iteration and the rate at which the residual
-/// falls, and they are not lost (the solve goes on from their iterate).
+/// falls. The solve goes on from their iterate, but restarts CG: on `permute:lap3d:40` (CPU)
+/// the restart cost 22 iterations more than one solve without a probe (123 against 101).
 const PROBE_ITERATIONS: usize = 32;
 
 /// Sectors of `x` per entry that [`Ordering::Auto`] expects of an ordering before it has
