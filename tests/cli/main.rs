@@ -7,4 +7,5 @@ mod common;
 mod bench_cli;
 mod cli_exit;
 mod cli_io;
+mod cli_review;
 mod cli_unix;
