@@ -211,3 +211,53 @@ fn info_on_two_billion_columns_does_not_abort() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_named_pipe_is_written_once_its_reader_is_there() {
+    use std::io::Read;
+    let dir = scratch("fifo");
+    let fifo = dir.join("pipe");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let path = fifo.clone();
+    // the reader opens the FIFO once and reads it to its end (a check that opened and
+    // closed the FIFO before the data would end it with nothing, and hang the writer)
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::fs::File::open(&path).unwrap().read_to_string(&mut text).unwrap();
+        text
+    });
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg(common::spgpu_binary())
+        .args(["gen", "lap2d:3", "-o", s(&fifo)])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = reader.join().unwrap();
+    assert!(text.starts_with("%%MatrixMarket matrix coordinate real general\n"), "{text}");
+    assert_eq!(spgpu::io::read_csr_from_reader::<f64>(text.as_bytes()).unwrap().nnz(), 33);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_dangling_link_is_written_through_or_refused_before_the_work() {
+    let dir = scratch("dangling");
+    let (link, missing) = (dir.join("x.mtx"), dir.join("no/such/folder/x.mtx"));
+    std::os::unix::fs::symlink(&missing, &link).unwrap();
+    let o = spgpu(&["cg", "gen:lap2d:5", "--device", "cpu", "-o", s(&link)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot be written: no folder"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("stop:"), "{}", stdout(&o));
+    // the link is kept, not replaced by a file
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    // into a folder that exists: the file is made where the link points
+    std::fs::create_dir(dir.join("there")).unwrap();
+    let link2 = dir.join("y.mtx");
+    std::os::unix::fs::symlink("there/y.mtx", &link2).unwrap();
+    let o = spgpu(&["cg", "gen:lap2d:5", "--device", "cpu", "-o", s(&link2)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link2).unwrap().file_type().is_symlink());
+    assert_eq!(spgpu::io::read_vector::<f64>(&dir.join("there/y.mtx")).unwrap().len(), 25);
+    assert_eq!(names(&dir.join("there")), ["y.mtx"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -15,6 +15,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use crate::{progress, CliResult, UsageError};
@@ -156,6 +157,9 @@ fn writable(path: &Path) -> Result<(), String> {
     }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err("it is a directory".into()),
+        // a FIFO is not opened: that would wait for a reader, and closing it would end the
+        // reader's input before the data comes
+        Ok(m) if m.file_type().is_fifo() => return access_w(path),
         Ok(m) if !m.is_file() => {
             return OpenOptions::new().write(true).open(path).map(drop).map_err(|e| e.to_string());
         }
@@ -177,10 +181,33 @@ fn writable(path: &Path) -> Result<(), String> {
     }
 }
 
-/// The file a path names: a symbolic link's target, else the path itself.
+/// Whether the process may write `path` (access(2) with W_OK).
+fn access_w(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path that lives across the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().to_string())
+    }
+}
+
+/// The file a path names: a symbolic link's target (also when that does not exist yet:
+/// the file is made where the link points, as a shell's `>` would), else the path itself.
 fn resolved(path: &Path) -> PathBuf {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        Ok(m) if m.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| {
+            // a dangling link, perhaps through others: follow it by hand, a few links deep
+            let mut at = path.to_path_buf();
+            for _ in 0..40 {
+                match std::fs::read_link(&at) {
+                    Ok(next) => at = folder(&at).join(next),
+                    Err(_) => break,
+                }
+            }
+            at
+        }),
         _ => path.to_path_buf(),
     }
 }
