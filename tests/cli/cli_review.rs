@@ -220,7 +220,8 @@ fn a_named_pipe_is_written_once_its_reader_is_there() {
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let path = fifo.clone();
     // the reader opens the FIFO once and reads it to its end (a check that opened and
-    // closed the FIFO before the data would end it with nothing, and hang the writer)
+    // closed the FIFO before generating the matrix would end it with nothing, and leave
+    // the writer waiting for a reader)
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
         std::fs::File::open(&path).unwrap().read_to_string(&mut text).unwrap();
@@ -229,13 +230,13 @@ fn a_named_pipe_is_written_once_its_reader_is_there() {
     let o = Command::new("timeout")
         .arg("60")
         .arg(common::spgpu_binary())
-        .args(["gen", "lap2d:3", "-o", s(&fifo)])
+        .args(["gen", "lap2d:300", "-o", s(&fifo)])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = reader.join().unwrap();
     assert!(text.starts_with("%%MatrixMarket matrix coordinate real general\n"), "{text}");
-    assert_eq!(spgpu::io::read_csr_from_reader::<f64>(text.as_bytes()).unwrap().nnz(), 33);
+    assert_eq!(spgpu::io::read_csr_from_reader::<f64>(text.as_bytes()).unwrap().nnz(), 448_800);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
