@@ -8,4 +8,5 @@ mod bench_cli;
 mod cli_exit;
 mod cli_io;
 mod cli_reorder;
+mod cli_review;
 mod cli_unix;

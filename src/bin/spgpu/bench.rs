@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Arguments of `spgpu bench`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = spgpu::bench::help_suffix())]
+#[command(after_help = spgpu::bench::help_suffix(), allow_negative_numbers = true)]
 pub struct Args {
     /// Matrix Market files (.mtx, .mtx.gz) or folders of them. Without paths, --gen and
     /// --suite: the folder $SPGPU_MATRICES, else matrices/suitesparse (see matrices/README.md).
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub reps: u32,
     /// Also time CUDA-graph replays for matrices with fewer entries than this.
-    #[arg(long, default_value_t = 1_000_000, value_name = "NNZ")]
+    #[arg(long, default_value_t = 1_000_000, value_name = "NNZ", value_parser = crate::whole::<usize>)]
     pub graph_below: usize,
     /// Size in MiB of each buffer of the copy-bandwidth measurement (two are allocated).
     #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=65536))]
@@ -107,9 +107,10 @@ pub fn run(args: Args) -> CliResult {
             .into_iter()
             .filter_map(|(option, p)| p.as_deref().map(|p| (option, p)))
             .collect();
-    if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
+    if let Some((option, path)) = outputs.iter().find(|(_, p)| files::is_stdout(p)) {
         return Err(UsageError(format!(
-            "{option} -: spgpu bench prints its summary on standard output; give {option} a file"
+            "{option} {}: spgpu bench prints its summary on standard output; give {option} a file",
+            path.display()
         ))
         .into());
     }

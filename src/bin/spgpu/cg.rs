@@ -84,6 +84,7 @@ impl Solution {
 
 /// Arguments of `spgpu cg`.
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct Args {
     /// The matrix A: a Matrix Market file, `-` for standard input, or a generated matrix
     /// `gen:NAME` (lap2d:N, lap3d:N, stencil27:N, banded:N:H, ...).
@@ -108,7 +109,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub atol: f64,
     /// Most iterations (default 10 * rows, at least 100).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole::<usize>)]
     pub max_iter: Option<usize>,
     /// Preconditioner: none, jacobi, amg (smoothed-aggregation algebraic multigrid, one
     /// V-cycle per iteration) or auto (AMG, Jacobi or none, chosen from the matrix; the
@@ -127,7 +128,7 @@ pub struct Args {
     #[arg(long)]
     pub near_nullspace: Option<PathBuf>,
     /// AMG unknowns per node (default 1; 3 on `gen:elast:N`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one::<usize>)]
     pub block_size: Option<usize>,
     /// AMG smoother: chebyshev[:DEGREE] (default degree 2) or l1-jacobi[:SWEEPS].
     #[arg(long, default_value = "chebyshev:2", value_parser = parse_smoother)]
@@ -144,7 +145,7 @@ pub struct Args {
     #[arg(long, default_value = "implicit", value_parser = ["implicit", "implicit-all-levels", "stored"])]
     pub fine_transfer: String,
     /// AMG: stop coarsening at this many rows.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = crate::whole::<usize>)]
     pub max_coarse: usize,
     /// Where the AMG setup runs: auto (on the GPU when solving there), host or device.
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
@@ -175,7 +176,7 @@ pub struct Args {
     #[arg(long)]
     pub check_symmetric: bool,
     /// Iterations between two checks of the residual on the host.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one::<u64>)]
     pub check_interval: u64,
     /// Launch every kernel from the host instead of replaying batches of iterations as CUDA
     /// graphs (for comparison; the iterates are the same).
@@ -183,7 +184,7 @@ pub struct Args {
     pub no_graphs: bool,
     /// Solve with the leading N x N block of A only (the anchors' CG case is
     /// `gen:lap2d:2000 --leading 250000`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole::<usize>)]
     pub leading: Option<usize>,
     /// The copy bandwidth, in GB/s, that the bytes-moved floor of an iteration is divided
     /// by (default on the GPU: 4280, measured on the H200; on the CPU no floor is printed
@@ -291,7 +292,9 @@ fn amg_params(args: &Args, n: usize) -> Result<AmgParams, Box<dyn std::error::Er
 /// Runs `spgpu cg`.
 pub fn run(args: Args) -> CliResult {
     args.gpu.apply()?;
-    for (name, v) in [("--rtol", args.rtol), ("--atol", args.atol)] {
+    for (name, v) in
+        [("--rtol", args.rtol), ("--atol", args.atol), ("--theta", args.theta), ("--coarse-theta", args.coarse_theta)]
+    {
         if !(v.is_finite() && v >= 0.0) {
             return Err(UsageError(format!("{name} must be a finite number >= 0, got {v}")).into());
         }
@@ -313,8 +316,10 @@ pub fn run(args: Args) -> CliResult {
         .filter_map(|(o, p)| p.map(|p| (o, p)))
         .collect();
     if args.json {
-        if let Some((option, _)) = outputs.iter().find(|(_, p)| files::is_stdio(p)) {
-            return Err(UsageError(format!("--json and {option} - both write to standard output")).into());
+        if let Some((option, path)) = outputs.iter().find(|(_, p)| files::is_stdout(p)) {
+            return Err(
+                UsageError(format!("--json and {option} {} both write to standard output", path.display())).into()
+            );
         }
     }
     files::check_outputs(&inputs, &outputs)?;
@@ -416,6 +421,13 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
     if a.nrows() != a.ncols() {
         return Err(format!("CG needs a square matrix; {} is {} x {}", args.matrix, a.nrows(), a.ncols()).into());
     }
+    if let Some(bs) = args.block_size.filter(|&bs| n % bs != 0) {
+        return Err(UsageError(format!(
+            "--block-size {bs} does not divide the {n} rows of {} into nodes of {bs} unknowns",
+            args.matrix
+        ))
+        .into());
+    }
     if let Some(k) = a.values().iter().position(|v| !v.is_finite_value()) {
         let row = a.row_offsets().partition_point(|&o| o as usize <= k) - 1;
         let col = a.col_indices()[k] as usize;
@@ -470,6 +482,20 @@ fn run_typed<T: Scalar>(args: &Args) -> CliResult {
         },
     };
     let precond: PreconditionerKind = args.precond.parse()?;
+    // Jacobi and AMG need a positive diagonal: the first entry that is not, named in the
+    // matrix's own 1-based numbering (the solver's error counts from 0, and after --reorder
+    // in the renumbered system)
+    if matches!(precond, PreconditionerKind::Jacobi | PreconditionerKind::Amg) {
+        if let Some((i, d)) = a.diagonal().iter().enumerate().find(|(_, d)| d.to_f64().is_nan() || d.to_f64() <= 0.0) {
+            return Err(format!(
+                "--precond {}: A's diagonal entry at row {} is {d}; Jacobi and AMG need a positive diagonal (a \
+                 symmetric positive definite matrix has one); use --precond none or check the matrix",
+                args.precond,
+                i + 1
+            )
+            .into());
+        }
+    }
     let amg = if matches!(precond, PreconditionerKind::Amg | PreconditionerKind::Auto) {
         amg_params(args, n)?
     } else {

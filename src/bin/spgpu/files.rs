@@ -15,6 +15,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use crate::{progress, CliResult, UsageError};
@@ -33,6 +34,49 @@ pub fn is_stdio(path: &Path) -> bool {
 enum Identity {
     Inode(u64, u64),
     Path(PathBuf),
+}
+
+/// The identity of what standard output is open on (`None` when it is closed).
+fn stdout_identity() -> Option<Identity> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let m = File::from(fd).metadata().ok()?;
+    Some(Identity::Inode(m.dev(), m.ino()))
+}
+
+/// Whether `path` is the null device, which any number of outputs may share.
+fn is_null_device(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), std::fs::metadata("/dev/null")) {
+        (Ok(m), Ok(null)) => !m.is_file() && !m.is_dir() && m.rdev() == null.rdev(),
+        _ => false,
+    }
+}
+
+/// Whether writing `path` writes standard output: `-`, or a name of the file standard
+/// output is open on (`/dev/stdout`, `/proc/self/fd/1`, or the file it is redirected to),
+/// unless that is the null device.
+pub fn is_stdout(path: &Path) -> bool {
+    if is_stdio(path) {
+        return true;
+    }
+    if is_null_device(path) {
+        return false;
+    }
+    match (std::fs::metadata(path), stdout_identity()) {
+        (Ok(_), Some(out)) => identity(path).is_some_and(|id| id == out),
+        _ => false,
+    }
+}
+
+/// Whether `path` names a folder rather than a file: it ends in `/`, `.` or `..`, or has
+/// no name at all.
+fn names_a_folder(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    last.is_empty() || last == b"." || last == b".." || path.file_name().is_none()
 }
 
 fn identity(path: &Path) -> Option<Identity> {
@@ -61,17 +105,21 @@ pub fn check_outputs(inputs: &[&Path], outputs: &[(&str, &Path)]) -> CliResult {
         .filter(|p| !is_stdio(p) && !p.to_string_lossy().starts_with("gen:"))
         .filter_map(|&p| std::fs::metadata(p).ok().and(identity(p)).map(|id| (p, id)))
         .collect();
-    let mut seen: Vec<(&str, &Path, Option<Identity>)> = Vec::new();
+    // (option, path, whether it is standard output, its identity)
+    let mut seen: Vec<(&str, &Path, bool, Option<Identity>)> = Vec::new();
     for &(option, path) in outputs {
-        let id = if is_stdio(path) { None } else { identity(path) };
-        for (other, other_path, other_id) in &seen {
-            let same = match (&id, other_id) {
-                (None, None) => is_stdio(path) && is_stdio(other_path),
-                (Some(a), Some(b)) => a == b,
+        let stdout = is_stdout(path);
+        // standard output's identity: what it is open on, checked against the inputs
+        let id = if stdout { stdout_identity() } else { identity(path) };
+        let null = !stdout && is_null_device(path);
+        for (other, _, other_stdout, other_id) in &seen {
+            let same = match (stdout, *other_stdout) {
+                (true, true) => true,
+                (false, false) => !null && id.is_some() && id == *other_id,
                 _ => false,
             };
             if same {
-                let place = if is_stdio(path) { "standard output".to_string() } else { path.display().to_string() };
+                let place = if stdout { "standard output".to_string() } else { path.display().to_string() };
                 return Err(UsageError(format!(
                     "{other} and {option} both write to {place}: give them different files"
                 ))
@@ -80,19 +128,23 @@ pub fn check_outputs(inputs: &[&Path], outputs: &[(&str, &Path)]) -> CliResult {
         }
         if let Some(id) = &id {
             if let Some((input, _)) = inputs.iter().find(|(_, i)| i == id) {
+                let place = if stdout && is_stdio(path) {
+                    "- (standard output)".to_string()
+                } else {
+                    path.display().to_string()
+                };
                 return Err(UsageError(format!(
-                    "{option} {} is the input {} (the same file): writing it would replace the input; choose \
+                    "{option} {place} is the input {} (the same file): writing it would replace the input; choose \
                      another output",
-                    path.display(),
                     input.display()
                 ))
                 .into());
             }
         }
-        if !is_stdio(path) {
+        if !stdout {
             writable(path).map_err(|why| format!("{option} {}: cannot be written: {why}", path.display()))?;
         }
-        seen.push((option, path, id));
+        seen.push((option, path, stdout, id));
     }
     Ok(())
 }
@@ -100,8 +152,14 @@ pub fn check_outputs(inputs: &[&Path], outputs: &[(&str, &Path)]) -> CliResult {
 /// Whether `path` can be written: the file in place when it is not a regular one, else a
 /// temporary file beside it (made and removed).
 fn writable(path: &Path) -> Result<(), String> {
+    if names_a_folder(path) {
+        return Err("the name is a folder's (it ends in '/', '.' or '..'), not a file's".into());
+    }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err("it is a directory".into()),
+        // a FIFO is not opened: that would wait for a reader, and closing it would end the
+        // reader's input before the data comes
+        Ok(m) if m.file_type().is_fifo() => return access_w(path),
         Ok(m) if !m.is_file() => {
             return OpenOptions::new().write(true).open(path).map(drop).map_err(|e| e.to_string());
         }
@@ -123,10 +181,33 @@ fn writable(path: &Path) -> Result<(), String> {
     }
 }
 
-/// The file a path names: a symbolic link's target, else the path itself.
+/// Whether the process may write `path` (access(2) with W_OK).
+fn access_w(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path that lives across the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().to_string())
+    }
+}
+
+/// The file a path names: a symbolic link's target (also when that does not exist yet:
+/// the file is made where the link points, as a shell's `>` would), else the path itself.
 fn resolved(path: &Path) -> PathBuf {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        Ok(m) if m.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| {
+            // a dangling link, perhaps through others: follow it by hand, a few links deep
+            let mut at = path.to_path_buf();
+            for _ in 0..40 {
+                match std::fs::read_link(&at) {
+                    Ok(next) => at = folder(&at).join(next),
+                    Err(_) => break,
+                }
+            }
+            at
+        }),
         _ => path.to_path_buf(),
     }
 }
@@ -166,10 +247,19 @@ impl AtomicFile {
     }
 
     fn commit(mut self) -> std::io::Result<()> {
-        let file = self.file.take().expect("committed once").into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&self.temp, &self.target)
+        let Some(file) = self.file.take() else {
+            return Err(std::io::Error::other("the file was committed already"));
+        };
+        let done = file.into_inner().map_err(|e| e.into_error()).and_then(|file| {
+            file.sync_all()?;
+            drop(file);
+            std::fs::rename(&self.temp, &self.target)
+        });
+        // a failed commit leaves no temporary file behind
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        done
     }
 }
 
@@ -219,7 +309,9 @@ impl Write for Sink {
 
 impl Sink {
     fn open(path: &Path) -> std::io::Result<Sink> {
-        if is_stdio(path) {
+        // `/dev/stdout` and the like are written through standard output itself, so that
+        // its open mode holds: `>> log` appends, never truncates
+        if is_stdout(path) {
             return Ok(Sink::Stdout(BufWriter::with_capacity(1 << 20, std::io::stdout())));
         }
         match std::fs::metadata(path) {

@@ -53,7 +53,7 @@ K, M, G or T suffix: SPGPU_MEM_LIMIT=64G) when set, else the memory available.";
 
 /// Arguments of `spgpu gen`.
 #[derive(clap::Args)]
-#[command(after_long_help = NAMES)]
+#[command(after_long_help = NAMES, allow_negative_numbers = true)]
 pub struct Args {
     /// The generator: lap2d, lap3d, stencil27, elast (grid side --size), uniform (--size rows,
     /// --cols, --per-row), powerlaw, longrows, circuit, web, geo (--size rows), banded
@@ -62,22 +62,22 @@ pub struct Args {
     pub kind: String,
     /// Grid side (lap2d, lap3d, stencil27, elast, banded), number of rows (uniform, powerlaw,
     /// longrows, circuit, web, geo) or scale (rmat: 2^size rows).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole::<usize>)]
     pub size: Option<usize>,
     /// Columns (uniform; default: --size).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::whole::<usize>)]
     pub cols: Option<usize>,
     /// Entries per row (uniform).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = crate::whole::<usize>)]
     pub per_row: usize,
     /// Half bandwidth (banded).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::whole::<usize>)]
     pub half_bandwidth: usize,
     /// Edges drawn per vertex (rmat).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::whole::<usize>)]
     pub edge_factor: usize,
     /// Random seed (uniform, powerlaw, longrows, banded, rmat, circuit, web, geo).
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = 42, value_parser = crate::whole::<u64>)]
     pub seed: u64,
     /// Write the lower triangle as `symmetric` (the Laplacians, stencils, elast, banded,
     /// circuit, geo and graphlap are symmetric).

@@ -158,7 +158,7 @@ pub fn run(args: Args) -> CliResult {
     let hint = SpmvPlan::column_layout(&a, &stats, KernelChoice::Auto, &spgpu::gpu::Tuning::from_env());
     let plan = SpmvPlan::with_columns::<f64>(&stats, 32, KernelChoice::Auto, hint)?;
     let single = SpmvPlan::with_columns::<f32>(&stats, 32, KernelChoice::Auto, hint)?;
-    let locality = orderings(&args.matrix, &a)?;
+    let locality = orderings(&args.matrix, &a);
     let cells = a.nrows() as f64 * a.ncols() as f64;
     let density = if cells > 0.0 { a.nnz() as f64 / cells } else { 0.0 };
 
@@ -179,7 +179,8 @@ pub fn run(args: Args) -> CliResult {
                 "numerical": s.numerically,
             })
         });
-        let reads = reads.map(|[(n64, s64, k64), (n32, s32, k32)]| {
+        let skipped = reads.as_ref().err().cloned();
+        let reads = reads.ok().flatten().map(|[(n64, s64, k64), (n32, s32, k32)]| {
             serde_json::json!({
                 "f64": { "columns": n64, "percent_of_entries": s64, "times_their_share": k64 },
                 "f32": { "columns": n32, "percent_of_entries": s32, "times_their_share": k32 },
@@ -206,7 +207,8 @@ pub fn run(args: Args) -> CliResult {
             "symmetry": symmetry,
             "values": vals.json(),
             "column_reads": reads,
-            "locality": locality.as_ref().map(|reorder::Survey { choice, candidates: tried }| {
+            "locality_skipped": locality.as_ref().err(),
+            "locality": locality.as_ref().ok().and_then(Option::as_ref).map(|reorder::Survey { choice, candidates: tried }| {
                 let l = |l: &Locality| serde_json::json!({
                     "bandwidth": l.bandwidth,
                     "profile": l.profile,
@@ -224,6 +226,7 @@ pub fn run(args: Args) -> CliResult {
                     "auto": { "ordering": choice.ordering.name(), "reason": choice.reason },
                 })
             }),
+            "column_reads_skipped": skipped,
             "plan": {
                 "kernel": plan.kernel().to_string(),
                 "reason": plan.reason(),
@@ -270,13 +273,19 @@ pub fn run(args: Args) -> CliResult {
             )?;
         }
     }
-    if let Some([(n64, s64, k64), (n32, s32, k32)]) = reads {
+    if let Err(why) = &reads {
+        outln!("column reads:    not counted: {why}")?;
+    }
+    if let Ok(Some([(n64, s64, k64), (n32, s32, k32)])) = reads {
         outln!(
             "column reads:    the {n64} most-read columns hold {s64:.1}% of the entries ({k64:.1} x their share of \
              the columns), the {n32} most-read {s32:.1}% ({k32:.1} x): what hot columns would hold in f64 and f32"
         )?;
     }
-    if let Some(reorder::Survey { choice, candidates: tried }) = &locality {
+    if let Err(why) = &locality {
+        outln!("locality:        not measured: {why}")?;
+    }
+    if let Ok(Some(reorder::Survey { choice, candidates: tried })) = &locality {
         let l = |l: &Locality| {
             format!(
                 "bandwidth {}, profile {}, mean |i - j| {:.1}, {:.2} sectors of x per entry{}",
@@ -307,8 +316,9 @@ pub fn run(args: Args) -> CliResult {
 
 /// The locality of `a`'s numbering, what RCM and the graph ordering make of it, and what
 /// `--reorder auto` would take ([`reorder::survey`]); `None` when `a` is not square. The
-/// renumbered copy each ordering is measured on is checked against the memory first.
-fn orderings(name: &str, a: &CsrMatrix<f64>) -> Result<Option<reorder::Survey>, Box<dyn std::error::Error>> {
+/// renumbered copy each ordering is measured on is checked against the memory first: the
+/// error says why it was not measured.
+fn orderings(name: &str, a: &CsrMatrix<f64>) -> Result<Option<reorder::Survey>, String> {
     if a.nrows() != a.ncols() || a.nrows() < 2 {
         return Ok(None);
     }
@@ -316,23 +326,35 @@ fn orderings(name: &str, a: &CsrMatrix<f64>) -> Result<Option<reorder::Survey>, 
     spgpu::io::check_memory(
         &format!("a renumbered copy of {name} ({} entries), to measure the orderings", a.nnz()),
         bytes,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     Ok(Some(reorder::survey(a)))
 }
+/// The most-read columns in one precision: how many, their percentage of the entries, and
+/// how many times their share of the columns that is.
+type ColumnShare = (usize, f64, f64);
 
 /// How unevenly the columns are read: the share of the entries in the most-read columns, as
 /// many as the balanced kernel's hot columns hold per block in f64 and f32
 /// ([`HOT_BYTES_PER_BLOCK`]; on the GPU the upload also asks each to repay its copy): for
 /// each, the columns, their percentage of the entries and how many times their share of
 /// the columns that is. `None` for a matrix without entries.
-fn column_reads(a: &CsrMatrix<f64>) -> Option<[(usize, f64, f64); 2]> {
+///
+/// # Errors
+///
+/// Why they were not counted: the count of every column (4 bytes each, and 8 per column
+/// read) does not fit in memory (a file can announce 2^31 - 1 columns and hold one entry).
+fn column_reads(a: &CsrMatrix<f64>) -> Result<Option<[ColumnShare; 2]>, String> {
     if a.nnz() == 0 {
-        return None;
+        return Ok(None);
     }
+    let bytes = (a.ncols() as u64).saturating_mul(4).saturating_add((a.ncols().min(a.nnz()) as u64).saturating_mul(8));
+    spgpu::io::check_memory(&format!("the entry counts of the {} columns", a.ncols()), bytes)
+        .map_err(|e| e.to_string())?;
     let share = |bytes: usize| {
         let hot = HotColumns::select(a.col_indices(), a.ncols(), HOT_BYTES_PER_BLOCK / bytes, 0);
         let share = hot.entries() as f64 / a.nnz() as f64;
         (hot.len(), 100.0 * share, share * a.ncols() as f64 / hot.len().max(1) as f64)
     };
-    Some([share(8), share(4)])
+    Ok(Some([share(8), share(4)]))
 }

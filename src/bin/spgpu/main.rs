@@ -82,11 +82,35 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// Parses a whole-number option value (a clap `value_parser`): a negative or malformed one
+/// is refused with what was expected (the subcommands allow negative numbers as values, so
+/// that `--max-iter -3` reaches this rather than clap's hint to write `-- -3`).
+pub fn whole<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    s.trim().parse::<T>().map_err(|e| format!("expected a whole number >= 0, found {s:?} ({e})"))
+}
+
+/// [`whole`] for a count that must be at least 1.
+pub fn at_least_one<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + Default + PartialEq,
+    T::Err: std::fmt::Display,
+{
+    let n = whole::<T>(s)?;
+    if n == T::default() {
+        return Err("expected a whole number >= 1, found 0".into());
+    }
+    Ok(n)
+}
+
 /// `--gpu N`, for every command that uses the GPU.
 #[derive(clap::Args, Debug)]
 pub struct GpuArg {
     /// The GPU to use, by CUDA ordinal (default: $SPGPU_DEVICE, else 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole::<u32>)]
     pub gpu: Option<u32>,
 }
 

@@ -34,6 +34,7 @@ const COPY_BANDWIDTH: f64 = 4.28e12;
 
 /// Arguments of `spgpu spmv`.
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct Args {
     /// A Matrix Market file (plain or gzip-compressed), `-` for standard input, or a
     /// generated matrix `gen:NAME` (any name of `spgpu gen --help`: lap2d:N, uniform:R:C:K,
@@ -62,7 +63,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub beta: f64,
     /// Seed of the random x (and y when beta != 0).
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = 42, value_parser = crate::whole::<u64>)]
     pub seed: u64,
     /// Print one JSON object on standard output instead of the text (`docs/cli.md`).
     #[arg(long)]

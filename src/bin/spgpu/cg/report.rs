@@ -34,7 +34,7 @@ impl Say {
     pub(super) fn for_args(args: &Args) -> Say {
         if args.json {
             Say::Quiet
-        } else if [&args.output, &args.history].into_iter().flatten().any(|p| files::is_stdio(p)) {
+        } else if [&args.output, &args.history].into_iter().flatten().any(|p| files::is_stdout(p)) {
             Say::Stderr
         } else {
             Say::Stdout
