@@ -41,6 +41,7 @@ use super::host_setup;
 use super::host_setup::Pattern;
 use crate::gpu::kernels::amg::{self as kernels, CsrView, DeviceArray, MAX_BLOCK, NONE};
 use crate::gpu::Context;
+use crate::solver::CgError;
 use crate::{CsrMatrix, Error, Result, INDEX_LIMIT};
 
 /// A CSR matrix on the device in the setup's layout: `nrows + 1` 32-bit offsets, sorted
@@ -88,14 +89,24 @@ fn check_memory(ctx: &Context, what: impl FnOnce() -> String, needed: u64) -> Re
     Ok(())
 }
 
+/// The words of the error a count past the device setup's 32-bit indices gets.
+const PAST_INDEX_LIMIT: &str = "exceed the 32-bit index limit";
+
 /// A count that a device array of 32-bit indices must hold.
 fn check_index(what: &str, n: u64) -> Result<usize> {
     if n > INDEX_LIMIT as u64 {
         return Err(Error::InvalidArgument(format!(
-            "the AMG setup on the device: {what} = {n} exceed the 32-bit index limit {INDEX_LIMIT}"
+            "the AMG setup on the device: {what} = {n} {PAST_INDEX_LIMIT} {INDEX_LIMIT}"
         )));
     }
     Ok(n as usize)
+}
+
+/// Whether `e` is a device setup's count past its 32-bit indices (a product's hash tables
+/// on a matrix with many entries per row, such as 3-DOF elasticity), which the host setup,
+/// with 64-bit counts, can still build.
+pub(crate) fn past_index_limit(e: &CgError) -> bool {
+    matches!(e, CgError::Backend(Error::InvalidArgument(m)) if m.contains(PAST_INDEX_LIMIT))
 }
 
 /// `counts` (`n + 1` elements, the first `n` counts) scanned in place into offsets; returns
@@ -754,6 +765,18 @@ mod tests {
         assert_eq!(aggregate(ctx, &s).unwrap().1, 0);
         // a dimension mismatch is an error, not a launch
         assert!(matches!(spgemm(ctx, &da, &da), Err(Error::DimensionMismatch { .. })));
+    }
+
+    #[test]
+    fn a_count_past_the_index_limit_is_told_from_other_errors() {
+        // host-only: the error of check_index is the one the Auto setup falls back on
+        let e = check_index("hash slots of a product", INDEX_LIMIT as u64 + 1).unwrap_err();
+        assert!(e.to_string().contains("hash slots of a product = 2147483648"), "{e}");
+        assert!(past_index_limit(&CgError::Backend(e)));
+        assert_eq!(check_index("rows", INDEX_LIMIT as u64).unwrap(), INDEX_LIMIT);
+        let other = Error::InvalidArgument("a row of a product has more than 2^30 products".into());
+        assert!(!past_index_limit(&CgError::Backend(other)));
+        assert!(!past_index_limit(&CgError::InvalidParams("exceed the 32-bit index limit".into())));
     }
 
     #[test]

@@ -1097,7 +1097,15 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
     pub fn build(backend: &B, a: &CsrMatrix<T>, params: &AmgParams) -> std::result::Result<Self, CgError> {
         let a = in_f64(a);
         match setup_context(backend, params)? {
-            Some(ctx) => Self::on_backend_resident(backend, ctx, kept(build_resident(ctx, &a, params, false, None))?),
+            Some(ctx) => match build_resident(ctx, &a, params, false, None) {
+                // `Auto` falls back to the host when a count passes the device's 32-bit indices
+                Err(e) if params.setup == SetupPlace::Auto && device_setup::past_index_limit(&e) => {
+                    let mut amg = Self::on_backend(backend, kept(build_on_host(&a, params, false, None))?.into())?;
+                    amg.info.setup_place = HOST_AFTER_DEVICE;
+                    Ok(amg)
+                }
+                built => Self::on_backend_resident(backend, ctx, kept(built)?),
+            },
             None => Self::on_backend(backend, kept(build_on_host(&a, params, false, None))?.into()),
         }
     }
@@ -1211,6 +1219,10 @@ impl<T: Scalar, B: Backend<T>> Amg<T, B> {
         self.info.auto_reason = Some(reason);
     }
 }
+
+/// [`AmgInfo::setup_place`] of a hierarchy that [`SetupPlace::Auto`] built on the host
+/// because a count of the device setup passed its 32-bit indices.
+const HOST_AFTER_DEVICE: &str = "host (a count of the device setup passed its 32-bit indices)";
 
 /// The GPU where the setup of `params` runs for `backend` ([`SetupPlace`]), `None` for the
 /// host.
@@ -1379,6 +1391,9 @@ pub fn build_auto<T: Scalar, B: Backend<T>>(
             Ok(Ok(b)) => Amg::on_backend_resident(backend, ctx, b)?,
             Ok(Err(Abandoned(reason))) => return Ok((None, jacobi(format!("{reason}: Jacobi instead")))),
             Err(CgError::CoarseNotPositiveDefinite { level, .. }) => return Ok((None, not_pd(level))),
+            Err(e) if params.setup == SetupPlace::Auto && device_setup::past_index_limit(&e) => {
+                return Ok((None, jacobi(format!("{e}: Jacobi instead"))));
+            }
             Err(e) => return Err(e),
         },
         None => match build_on_host(&a, params, true, None) {
