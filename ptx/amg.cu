@@ -612,30 +612,21 @@ __device__ void amg_power_step_group(unsigned n, unsigned g, const unsigned* __r
 
 // ---- SpGEMM C = A B (CSR, f64), deterministic ----
 
-// The hash table size of row i of C: a power of two at least twice the row's distinct
-// columns can be, min(products, b_ncols) (0 for no products).
-__device__ void amg_spgemm_table_sizes(unsigned m, unsigned b_ncols, const unsigned* __restrict__ a_off,
-                                       const unsigned* __restrict__ a_cols, const unsigned* __restrict__ b_off,
-                                       unsigned* __restrict__ sizes, unsigned* __restrict__ too_many) {
-    GRID_STRIDE(i, m) {
-        unsigned long long products = 0;
-        for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
-            const unsigned j = a_cols[k];
-            products += b_off[j + 1] - b_off[j];
-        }
-        unsigned size = 0;
-        if (products > 0) {
-            if (products > (1ull << 30)) {
-                atomicExch(too_many, 1u);
-                size = 0;
-            } else {
-                const unsigned long long distinct = products < b_ncols ? products : b_ncols;
-                size = 1;
-                while (size < 2 * distinct) size <<= 1;
-            }
-        }
-        sizes[i] = size;
-    }
+// The rows of C = A B are built in one of two places. A row whose columns fit in the
+// group's share of the block's shared memory (AMG_SHARED_SLOTS / (blockDim.x / g) slots,
+// at most half of them used) is counted and then summed there (amg_spgemm_count_shared,
+// amg_spgemm_numeric_shared); a longer row gets a hash table in global memory of its own (a
+// power of two at least twice the most distinct columns it can have: its products, at
+// most B's columns), and the global passes (symbolic, columns, numeric) build it. The
+// global tables are sized only for those rows, so a product with many entries per row does
+// not need table space for every row.
+#define AMG_SHARED_SLOTS 4096u
+
+// The least power of two at least x (x <= 2^31).
+__device__ __forceinline__ unsigned pow2_at_least(unsigned long long x) {
+    unsigned s = 1;
+    while (s < x) s <<= 1;
+    return s;
 }
 
 // The slot of column c in a table of `size` (a power of two) slots: a multiplicative hash.
@@ -643,8 +634,86 @@ __device__ __forceinline__ unsigned table_start(unsigned c, unsigned size) {
     return (c * 0x9E3779B1u) & (size - 1);
 }
 
-// Symbolic pass: inserts every column of row i of A B into the row's table (slots at
-// t_off[i], AMG_NONE when empty) and counts the distinct ones into counts[i].
+// The lanes of the calling thread's group of g (a power of two at most 32) within its warp.
+__device__ __forceinline__ unsigned group_mask(unsigned g) {
+    const unsigned lane = threadIdx.x & 31u;
+    return g == 32u ? 0xffffffffu : (((1u << g) - 1u) << (lane & ~(g - 1u)));
+}
+
+// Count pass in shared memory, g threads per row (g a power of two, 1 to 32): each group
+// inserts its row's columns into its share of the block's table with integer
+// compare-and-swap and counts the distinct ones into counts[i], with need[i] = 0. A row
+// that does not fit (more distinct columns than half the group's share) gets counts[i] = 0
+// and need[i] = the size of its global table, for the global symbolic pass; a row without
+// products gets 0 and 0. A row of more than 2^30 products sets *too_many.
+__device__ void amg_spgemm_count_shared(unsigned m, unsigned g, unsigned b_ncols, const unsigned* __restrict__ a_off,
+                                        const unsigned* __restrict__ a_cols, const unsigned* __restrict__ b_off,
+                                        const unsigned* __restrict__ b_cols, unsigned* __restrict__ counts,
+                                        unsigned* __restrict__ need, unsigned* __restrict__ too_many) {
+    __shared__ unsigned keys[AMG_SHARED_SLOTS];
+    const unsigned mask = group_mask(g), l = threadIdx.x & (g - 1u);
+    const unsigned cap = AMG_SHARED_SLOTS / (blockDim.x / g);
+    unsigned* t = keys + (threadIdx.x / g) * cap;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
+    for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < m; r += stride) {
+        const unsigned i = (unsigned)r;
+        unsigned long long products = 0;
+        for (unsigned k = a_off[i] + l, end = a_off[i + 1]; k < end; k += g) {
+            const unsigned j = a_cols[k];
+            products += b_off[j + 1] - b_off[j];
+        }
+        for (unsigned h = g / 2; h > 0; h >>= 1) products += __shfl_down_sync(mask, products, h, g);
+        products = __shfl_sync(mask, products, 0, g);
+        if (products == 0 || products > (1ull << 30)) {
+            if (products > 0) atomicExch(too_many, 1u);
+            if (l == 0) {
+                counts[i] = 0;
+                need[i] = 0;
+            }
+            continue;
+        }
+        const unsigned long long bound = products < b_ncols ? products : b_ncols;
+        const unsigned global_size = pow2_at_least(2 * bound);
+        const unsigned size = global_size < cap ? global_size : cap;
+        for (unsigned s = l; s < size; s += g) t[s] = AMG_NONE;
+        __syncwarp(mask);
+        unsigned distinct = 0, full = 0;
+        for (unsigned k = a_off[i], end = a_off[i + 1]; k < end && !full; ++k) {
+            const unsigned j = a_cols[k];
+            for (unsigned q = b_off[j] + l, qend = b_off[j + 1]; q < qend && !full; q += g) {
+                const unsigned c = b_cols[q];
+                unsigned s = table_start(c, size), probes = 0;
+                while (true) {
+                    const unsigned old = atomicCAS(t + s, AMG_NONE, c);
+                    if (old == AMG_NONE) {
+                        ++distinct;
+                        break;
+                    }
+                    if (old == c) break;
+                    if (++probes == size) {
+                        full = 1;
+                        break;
+                    }
+                    s = (s + 1) & (size - 1);
+                }
+            }
+        }
+        for (unsigned h = g / 2; h > 0; h >>= 1) {
+            distinct += __shfl_down_sync(mask, distinct, h, g);
+            full |= __shfl_down_sync(mask, full, h, g);
+        }
+        __syncwarp(mask);  // the group's inserts are done before the next row clears the table
+        if (l == 0) {
+            const bool fits = !full && 2ull * distinct <= size;
+            counts[i] = fits ? distinct : 0;
+            need[i] = fits ? 0 : global_size;
+        }
+    }
+}
+
+// Symbolic pass of the rows with a global table: inserts every column of row i of A B
+// into the row's table (slots at t_off[i], AMG_NONE when empty) and counts the distinct
+// ones into counts[i]; rows without a table (t_off[i + 1] == t_off[i]) are left alone.
 __device__ void amg_spgemm_symbolic(unsigned m, const unsigned* __restrict__ a_off,
                                     const unsigned* __restrict__ a_cols, const unsigned* __restrict__ b_off,
                                     const unsigned* __restrict__ b_cols, const unsigned* __restrict__ t_off,
@@ -652,6 +721,7 @@ __device__ void amg_spgemm_symbolic(unsigned m, const unsigned* __restrict__ a_o
     GRID_STRIDE(i, m) {
         unsigned* t = table + t_off[i];
         const unsigned size = t_off[i + 1] - t_off[i];
+        if (size == 0) continue;  // counted in shared memory, or no products
         unsigned distinct = 0;
         for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
             const unsigned j = a_cols[k];
@@ -684,16 +754,17 @@ __device__ void amg_spgemm_columns(unsigned m, const unsigned* __restrict__ t_of
     }
 }
 
-// Numeric pass: c_ic = sum over the entries a_ij of row i in order, then the entries b_jc of
+// Numeric pass of the rows with a global table: c_ic = sum over the entries a_ij of row i in order, then the entries b_jc of
 // row j in order, of a_ij * b_jc (host_setup.rs, spgemm: the same order). The accumulator
 // starts at -0.0, the identity of IEEE addition, so the first product is taken exactly as
 // the host takes it.
-__device__ void amg_spgemm_numeric(unsigned m, const unsigned* __restrict__ a_off, const unsigned* __restrict__ a_cols,
-                                   const double* __restrict__ a_vals, const unsigned* __restrict__ b_off,
-                                   const unsigned* __restrict__ b_cols, const double* __restrict__ b_vals,
-                                   const unsigned* __restrict__ c_off, const unsigned* __restrict__ c_cols,
-                                   double* __restrict__ c_vals) {
+__device__ void amg_spgemm_numeric(unsigned m, const unsigned* __restrict__ t_off, const unsigned* __restrict__ a_off,
+                                   const unsigned* __restrict__ a_cols, const double* __restrict__ a_vals,
+                                   const unsigned* __restrict__ b_off, const unsigned* __restrict__ b_cols,
+                                   const double* __restrict__ b_vals, const unsigned* __restrict__ c_off,
+                                   const unsigned* __restrict__ c_cols, double* __restrict__ c_vals) {
     GRID_STRIDE(i, m) {
+        if (t_off[i + 1] == t_off[i]) continue;  // summed in shared memory
         const unsigned lo = c_off[i], len = c_off[i + 1] - lo;
         for (unsigned p = 0; p < len; ++p) c_vals[lo + p] = -0.0;
         for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
@@ -718,12 +789,6 @@ __device__ void amg_spgemm_numeric(unsigned m, const unsigned* __restrict__ a_of
 // row's id is the thread's index over g; the groups of a warp are independent, each
 // synchronizing only its own lanes.
 
-// The lanes of the calling thread's group of g (a power of two at most 32) within its warp.
-__device__ __forceinline__ unsigned group_mask(unsigned g) {
-    const unsigned lane = threadIdx.x & 31u;
-    return g == 32u ? 0xffffffffu : (((1u << g) - 1u) << (lane & ~(g - 1u)));
-}
-
 // Symbolic pass by groups: the lanes insert the columns into the row's table with an integer
 // compare-and-swap (the set of columns, and so their count, does not depend on the order),
 // and lane 0 writes the count, summed over the lanes by shuffles.
@@ -737,6 +802,7 @@ __device__ void amg_spgemm_symbolic_group(unsigned m, unsigned g, const unsigned
         const unsigned i = (unsigned)r;
         unsigned* t = table + t_off[i];
         const unsigned size = t_off[i + 1] - t_off[i];
+        if (size == 0) continue;  // the whole group skips it: counted in shared memory
         unsigned distinct = 0;
         for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
             const unsigned j = a_cols[k];
@@ -763,15 +829,17 @@ __device__ void amg_spgemm_symbolic_group(unsigned m, unsigned g, const unsigned
 // lanes add the products with the entries of row j of B, whose columns are distinct, so no
 // two lanes touch one value in a step; the group synchronizes between steps. Each value is
 // the sum of its products in the order of the entries of row i, as the host sums it.
-__device__ void amg_spgemm_numeric_group(unsigned m, unsigned g, const unsigned* __restrict__ a_off,
-                                         const unsigned* __restrict__ a_cols, const double* __restrict__ a_vals,
-                                         const unsigned* __restrict__ b_off, const unsigned* __restrict__ b_cols,
-                                         const double* __restrict__ b_vals, const unsigned* __restrict__ c_off,
-                                         const unsigned* __restrict__ c_cols, double* c_vals) {
+__device__ void amg_spgemm_numeric_group(unsigned m, unsigned g, const unsigned* __restrict__ t_off,
+                                         const unsigned* __restrict__ a_off, const unsigned* __restrict__ a_cols,
+                                         const double* __restrict__ a_vals, const unsigned* __restrict__ b_off,
+                                         const unsigned* __restrict__ b_cols, const double* __restrict__ b_vals,
+                                         const unsigned* __restrict__ c_off, const unsigned* __restrict__ c_cols,
+                                         double* c_vals) {
     const unsigned mask = group_mask(g), l = threadIdx.x & (g - 1u);
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
     for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < m; r += stride) {
         const unsigned i = (unsigned)r;
+        if (t_off[i + 1] == t_off[i]) continue;  // the whole group skips it: summed in shared memory
         const unsigned lo = c_off[i], len = c_off[i + 1] - lo;
         for (unsigned p = l; p < len; p += g) c_vals[lo + p] = -0.0;
         __syncwarp(mask);
@@ -789,6 +857,65 @@ __device__ void amg_spgemm_numeric_group(unsigned m, unsigned g, const unsigned*
             }
             __syncwarp(mask);
         }
+    }
+}
+
+// Numeric pass in shared memory, g threads per row, of the rows the count pass fitted there
+// (t_off[i + 1] == t_off[i] and a nonzero count): the group's share of the block's table
+// holds the row's columns and their sums. For each entry a_ij of row i in order, the lanes
+// insert the columns of row j of B (compare-and-swap on the keys) and add a_ij * b_jc to
+// their slots; the columns of a row of B are distinct, so no two lanes touch one slot
+// between two of the group's barriers, and each value is the sum of its products in the
+// order of the entries of row i, as the host sums it (from -0.0, as amg_spgemm_numeric).
+// Then each lane writes its slots at their rank among the row's columns: the row comes out
+// sorted, whatever slots the compare-and-swaps gave.
+__device__ void amg_spgemm_numeric_shared(unsigned m, unsigned g, const unsigned* __restrict__ t_off,
+                                          const unsigned* __restrict__ a_off, const unsigned* __restrict__ a_cols,
+                                          const double* __restrict__ a_vals, const unsigned* __restrict__ b_off,
+                                          const unsigned* __restrict__ b_cols, const double* __restrict__ b_vals,
+                                          const unsigned* __restrict__ c_off, unsigned* __restrict__ c_cols,
+                                          double* __restrict__ c_vals) {
+    __shared__ unsigned keys[AMG_SHARED_SLOTS];
+    __shared__ double sums[AMG_SHARED_SLOTS];
+    const unsigned mask = group_mask(g), l = threadIdx.x & (g - 1u);
+    const unsigned cap = AMG_SHARED_SLOTS / (blockDim.x / g);
+    unsigned* t = keys + (threadIdx.x / g) * cap;
+    double* v = sums + (threadIdx.x / g) * cap;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x / g;
+    for (unsigned long long r = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / g; r < m; r += stride) {
+        const unsigned i = (unsigned)r;
+        const unsigned lo = c_off[i], len = c_off[i + 1] - lo;
+        if (t_off[i + 1] != t_off[i] || len == 0) continue;  // the global passes' row, or empty
+        const unsigned size = pow2_at_least(2ull * len);  // at most cap: the count pass checked
+        for (unsigned s = l; s < size; s += g) {
+            t[s] = AMG_NONE;
+            v[s] = -0.0;
+        }
+        __syncwarp(mask);
+        for (unsigned k = a_off[i], end = a_off[i + 1]; k < end; ++k) {
+            const unsigned j = a_cols[k];
+            const double aij = a_vals[k];
+            for (unsigned q = b_off[j] + l, qend = b_off[j + 1]; q < qend; q += g) {
+                const unsigned c = b_cols[q];
+                unsigned s = table_start(c, size);
+                while (true) {
+                    const unsigned old = atomicCAS(t + s, AMG_NONE, c);
+                    if (old == AMG_NONE || old == c) break;
+                    s = (s + 1) & (size - 1);
+                }
+                v[s] = __dadd_rn(v[s], __dmul_rn(aij, b_vals[q]));
+            }
+            __syncwarp(mask);
+        }
+        for (unsigned s = l; s < size; s += g) {
+            const unsigned c = t[s];
+            if (c == AMG_NONE) continue;
+            unsigned rank = 0;  // AMG_NONE is above every column: empty slots never count
+            for (unsigned u = 0; u < size; ++u) rank += t[u] < c;
+            c_cols[lo + rank] = c;
+            c_vals[lo + rank] = v[s];
+        }
+        __syncwarp(mask);  // the ranks are read before the next row clears the table
     }
 }
 
@@ -968,9 +1095,16 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_transpose_fill_f64(unsigned n
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_sort_rows_f64(unsigned nrows, cu32 off, unsigned* cols, double* vals) {
     amg_sort_rows(nrows, off, cols, vals);
 }
-__global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_sizes_u32(unsigned m, unsigned b_ncols, cu32 a_off, cu32 a_cols, cu32 b_off,
-                                                                   unsigned* sizes, unsigned* too_many) {
-    amg_spgemm_table_sizes(m, b_ncols, a_off, a_cols, b_off, sizes, too_many);
+__global__ void __launch_bounds__(SPGPU_BLOCK)
+    amg_spgemm_count_shared_u32(unsigned m, unsigned g, unsigned b_ncols, cu32 a_off, cu32 a_cols, cu32 b_off,
+                                cu32 b_cols, unsigned* counts, unsigned* need, unsigned* too_many) {
+    amg_spgemm_count_shared(m, g, b_ncols, a_off, a_cols, b_off, b_cols, counts, need, too_many);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK)
+    amg_spgemm_numeric_shared_f64(unsigned m, unsigned g, cu32 t_off, cu32 a_off, cu32 a_cols, cf64 a_vals,
+                                  cu32 b_off, cu32 b_cols, cf64 b_vals, cu32 c_off, unsigned* c_cols,
+                                  double* c_vals) {
+    amg_spgemm_numeric_shared(m, g, t_off, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_symbolic_u32(unsigned m, cu32 a_off, cu32 a_cols, cu32 b_off,
                                                                       cu32 b_cols, cu32 t_off, unsigned* table,
@@ -982,9 +1116,9 @@ __global__ void __launch_bounds__(SPGPU_BLOCK)
     amg_spgemm_columns(m, t_off, table, c_off, c_cols);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK)
-    amg_spgemm_numeric_f64(unsigned m, cu32 a_off, cu32 a_cols, cf64 a_vals, cu32 b_off, cu32 b_cols, cf64 b_vals,
-                           cu32 c_off, cu32 c_cols, double* c_vals) {
-    amg_spgemm_numeric(m, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
+    amg_spgemm_numeric_f64(unsigned m, cu32 t_off, cu32 a_off, cu32 a_cols, cf64 a_vals, cu32 b_off, cu32 b_cols,
+                           cf64 b_vals, cu32 c_off, cu32 c_cols, double* c_vals) {
+    amg_spgemm_numeric(m, t_off, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_symbolic_group_u32(unsigned m, unsigned g, cu32 a_off,
                                                                             cu32 a_cols, cu32 b_off, cu32 b_cols,
@@ -993,9 +1127,9 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_spgemm_symbolic_group_u32(uns
     amg_spgemm_symbolic_group(m, g, a_off, a_cols, b_off, b_cols, t_off, table, counts);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK)
-    amg_spgemm_numeric_group_f64(unsigned m, unsigned g, cu32 a_off, cu32 a_cols, cf64 a_vals, cu32 b_off,
-                                 cu32 b_cols, cf64 b_vals, cu32 c_off, cu32 c_cols, double* c_vals) {
-    amg_spgemm_numeric_group(m, g, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
+    amg_spgemm_numeric_group_f64(unsigned m, unsigned g, cu32 t_off, cu32 a_off, cu32 a_cols, cf64 a_vals,
+                                 cu32 b_off, cu32 b_cols, cf64 b_vals, cu32 c_off, cu32 c_cols, double* c_vals) {
+    amg_spgemm_numeric_group(m, g, t_off, a_off, a_cols, a_vals, b_off, b_cols, b_vals, c_off, c_cols, c_vals);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK)
     amg_smooth_values_f64(unsigned n, double omega, cf64 dinv, cu32 pt_off, cu32 pt_cols, cf64 pt_vals, cu32 ap_off,

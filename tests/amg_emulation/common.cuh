@@ -34,8 +34,10 @@ template <typename T> inline T __shfl_up_sync(unsigned, T v, int o) {
     return r;
 }
 // The group kernels (several threads per row: the SpGEMM passes and the power step for long
-// rows) are not run here, whose threads run one at a time; these let them compile.
+// rows) run here with groups of one thread only (threads run one at a time); these let them
+// compile.
 inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) { unsigned o = *p; if (o == cmp) *p = v; return o; }
 inline void __syncwarp(unsigned = 0xffffffffu) {}
 template <typename T> inline T __shfl_down_sync(unsigned, T v, unsigned, int = 32) { return v; }
+template <typename T> inline T __shfl_sync(unsigned, T v, int, int = 32) { return v; }
 inline float __double2float_rn(double v) { return (float)v; }

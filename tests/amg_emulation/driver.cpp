@@ -46,15 +46,21 @@ Csr transpose(const Csr& a) {
     launch(grid_of(a.ncols), [&] { amg_sort_rows_f64(a.ncols, off.data(), tc.data(), tv.data()); });
     return Csr{a.ncols, a.nrows, off, tc, tv};
 }
+// C = A B as device_setup.rs runs it, with groups of one thread: the shared-memory count
+// (16 slots a row: longer rows go to the global passes), the global passes for the rows it
+// did not fit, and the shared-memory numeric pass.
 Csr spgemm(const Csr& a, const Csr& b) {
-    size_t m = a.nrows; VU sizes(m + 1, 0); unsigned too = 0;
-    launch(grid_of(m), [&] { amg_spgemm_sizes_u32(m, b.ncols, a.off.data(), a.cols.data(), b.off.data(), sizes.data(), &too); });
+    size_t m = a.nrows; VU need(m + 1, 0), off(m + 1, 0); unsigned too = 0;
+    launch(grid_of(m), [&] { amg_spgemm_count_shared_u32(m, 1, b.ncols, a.off.data(), a.cols.data(), b.off.data(), b.cols.data(), off.data(), need.data(), &too); });
     if (too) abort();
-    size_t slots = scan(sizes); VU table(slots, 0xffffffffu), off(m + 1, 0);
-    launch(grid_of(m), [&] { amg_spgemm_symbolic_u32(m, a.off.data(), a.cols.data(), b.off.data(), b.cols.data(), sizes.data(), table.data(), off.data()); });
+    size_t slots = scan(need); VU table(slots, 0xffffffffu);
+    if (slots) launch(grid_of(m), [&] { amg_spgemm_symbolic_u32(m, a.off.data(), a.cols.data(), b.off.data(), b.cols.data(), need.data(), table.data(), off.data()); });
     size_t nnz = scan(off); VU cols(nnz); VF vals(nnz);
-    launch(grid_of(m), [&] { amg_spgemm_columns_u32(m, sizes.data(), table.data(), off.data(), cols.data()); });
-    launch(grid_of(m), [&] { amg_spgemm_numeric_f64(m, a.off.data(), a.cols.data(), a.vals.data(), b.off.data(), b.cols.data(), b.vals.data(), off.data(), cols.data(), vals.data()); });
+    if (slots) {
+        launch(grid_of(m), [&] { amg_spgemm_columns_u32(m, need.data(), table.data(), off.data(), cols.data()); });
+        launch(grid_of(m), [&] { amg_spgemm_numeric_f64(m, need.data(), a.off.data(), a.cols.data(), a.vals.data(), b.off.data(), b.cols.data(), b.vals.data(), off.data(), cols.data(), vals.data()); });
+    }
+    launch(grid_of(m), [&] { amg_spgemm_numeric_shared_f64(m, 1, need.data(), a.off.data(), a.cols.data(), a.vals.data(), b.off.data(), b.cols.data(), b.vals.data(), off.data(), cols.data(), vals.data()); });
     return Csr{m, b.ncols, off, cols, vals};
 }
 int main(int argc, char** argv) {

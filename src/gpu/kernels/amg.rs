@@ -217,7 +217,7 @@ pub(crate) enum SetupKernel {
     CountColumns,
     TransposeFill,
     SortRows,
-    SpgemmSizes,
+    SpgemmCountShared,
     SpgemmSymbolic,
     SpgemmColumns,
     SpgemmNumeric,
@@ -231,10 +231,11 @@ pub(crate) enum SetupKernel {
     SpgemmNumericGroup,
     PowerStepGroup,
     Widen,
+    SpgemmNumericShared,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 37] = [
+    pub(crate) const ALL: [SetupKernel; 38] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -258,7 +259,7 @@ impl SetupKernel {
         SetupKernel::CountColumns,
         SetupKernel::TransposeFill,
         SetupKernel::SortRows,
-        SetupKernel::SpgemmSizes,
+        SetupKernel::SpgemmCountShared,
         SetupKernel::SpgemmSymbolic,
         SetupKernel::SpgemmColumns,
         SetupKernel::SpgemmNumeric,
@@ -272,6 +273,7 @@ impl SetupKernel {
         SetupKernel::SpgemmNumericGroup,
         SetupKernel::PowerStepGroup,
         SetupKernel::Widen,
+        SetupKernel::SpgemmNumericShared,
     ];
 }
 
@@ -303,7 +305,7 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::CountColumns => "amg_count_columns_u32",
         SetupKernel::TransposeFill => "amg_transpose_fill_f64",
         SetupKernel::SortRows => "amg_sort_rows_f64",
-        SetupKernel::SpgemmSizes => "amg_spgemm_sizes_u32",
+        SetupKernel::SpgemmCountShared => "amg_spgemm_count_shared_u32",
         SetupKernel::SpgemmSymbolic => "amg_spgemm_symbolic_u32",
         SetupKernel::SpgemmColumns => "amg_spgemm_columns_u32",
         SetupKernel::SpgemmNumeric => "amg_spgemm_numeric_f64",
@@ -317,6 +319,7 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::SpgemmNumericGroup => "amg_spgemm_numeric_group_f64",
         SetupKernel::PowerStepGroup => "amg_power_step_group_f64",
         SetupKernel::Widen => "amg_widen_u32",
+        SetupKernel::SpgemmNumericShared => "amg_spgemm_numeric_shared_f64",
     }
 }
 
@@ -858,39 +861,118 @@ pub(crate) fn transpose_fill(
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nt, to, tc, tv)) }.map_err(setup_error(SetupKernel::SortRows))
 }
 
-/// `sizes[i]` = the hash-table size of row `i` of `A B` (a power of two, at least twice the
-/// most distinct columns the row can have: its products, at most `B`'s columns); `too_many[0]` set to 1 where a row has more than 2^30 products.
-pub(crate) fn spgemm_sizes(
+/// The count pass of `A B` in shared memory, `group` threads per row: `counts[i]` = the
+/// distinct columns of row `i` and `need[i]` = 0 where they fit in the group's share of the
+/// block's table ([`SHARED_SLOTS`] / (block / `group`) slots, at most half of them used);
+/// else `counts[i]` = 0 and `need[i]` = the size of the row's global hash table (a power of
+/// two at least twice the most distinct columns the row can have: its products, at most
+/// `B`'s columns), for [`spgemm_symbolic`]. `too_many[0]` set to 1 where a row has more than
+/// 2^30 products.
+pub(crate) fn spgemm_count_shared(
     ctx: &Context,
     a: &CsrView<'_>,
     b: &CsrView<'_>,
-    sizes: &mut DeviceArray<u32>,
+    group: u32,
+    counts: &mut DeviceArray<u32>,
+    need: &mut DeviceArray<u32>,
     too_many: &mut DeviceArray<u32>,
 ) -> Result<()> {
+    check_group(group)?;
     a.check("amg spgemm: the arrays of A")?;
     b.check("amg spgemm: the arrays of B")?;
     check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
-    check_len("amg spgemm: length of the sizes", a.nrows + 1, sizes.len())?;
+    check_len("amg spgemm: length of the counts", a.nrows + 1, counts.len())?;
+    check_len("amg spgemm: length of the table sizes", a.nrows + 1, need.len())?;
     check_len("amg spgemm: length of the flag", 1, too_many.len())?;
     if a.nrows == 0 {
         return Ok(());
     }
-    let (m, grid) = rows_and_grid("AMG rows", a.nrows)?;
+    let (m, grid) = group_grid(a.nrows, group)?;
     let bn = index("AMG columns of B", b.ncols)?;
-    let f = setup_function(ctx, SetupKernel::SpgemmSizes)?;
-    let (stream, ao, ac, bo, s, t) =
-        (ctx.stream(), a.offsets.ptr(), a.cols.ptr(), b.offsets.ptr(), sizes.ptr(), too_many.ptr());
-    // SAFETY: amg_spgemm_sizes_u32(unsigned m, unsigned b_ncols, const unsigned* a_off, const
-    // unsigned* a_cols, const unsigned* b_off, unsigned* sizes, unsigned* too_many); a_off has m + 1 elements,
-    // every column of A is below b.nrows (inner dimension checked) so b_off[j + 1] exists;
-    // thread i writes sizes[i] only (sizes has m + 1), the flag by an integer atomic.
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, bn, ao, ac, bo, s, t)) }
-        .map_err(setup_error(SetupKernel::SpgemmSizes))
+    let f = setup_function(ctx, SetupKernel::SpgemmCountShared)?;
+    let (stream, ao, ac, bo, bc, c, nd, t) = (
+        ctx.stream(),
+        a.offsets.ptr(),
+        a.cols.ptr(),
+        b.offsets.ptr(),
+        b.cols.ptr(),
+        counts.ptr(),
+        need.ptr(),
+        too_many.ptr(),
+    );
+    // SAFETY: amg_spgemm_count_shared_u32(unsigned m, unsigned g, unsigned b_ncols, const
+    // unsigned* a_off, const unsigned* a_cols, const unsigned* b_off, const unsigned* b_cols,
+    // unsigned* counts, unsigned* need, unsigned* too_many); a_off has m + 1 elements, every
+    // column of A is below b.nrows (inner dimension checked) so b_off[j + 1] exists; the
+    // group of row i (a power of two dividing the block, checked) writes counts[i] and
+    // need[i] only (both m + 1 long) and its own share of the block's static shared table;
+    // the flag by an integer atomic.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, bn, ao, ac, bo, bc, c, nd, t)) }
+        .map_err(setup_error(SetupKernel::SpgemmCountShared))
+}
+
+/// The slots of the shared-memory table of one block of the SpGEMM passes
+/// (`AMG_SHARED_SLOTS` in `ptx/amg.cu`): a group of `g` threads gets `SHARED_SLOTS * g /
+/// BLOCK` of them and fits a row of at most half as many distinct columns.
+pub(crate) const SHARED_SLOTS: usize = 4096;
+
+/// The numeric pass of `A B` in shared memory for the rows [`spgemm_count_shared`] fitted
+/// there (`t_off[i + 1] == t_off[i]`): their sorted columns and values into `c_cols` and
+/// `c_vals` at `c_off`, each value the sum of its products in the host's order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spgemm_numeric_shared(
+    ctx: &Context,
+    a: &CsrView<'_>,
+    b: &CsrView<'_>,
+    group: u32,
+    t_off: &DeviceArray<u32>,
+    c_off: &DeviceArray<u32>,
+    c_cols: &mut DeviceArray<u32>,
+    c_vals: &mut DeviceArray<f64>,
+) -> Result<()> {
+    check_group(group)?;
+    a.check("amg spgemm: the arrays of A")?;
+    b.check("amg spgemm: the arrays of B")?;
+    if a.vals.is_none() || b.vals.is_none() {
+        return Err(Error::InvalidArgument("amg spgemm: both factors need values".into()));
+    }
+    check_len("amg spgemm: inner dimension", a.ncols, b.nrows)?;
+    check_len("amg spgemm: length of the table offsets", a.nrows + 1, t_off.len())?;
+    check_len("amg spgemm: length of the offsets of C", a.nrows + 1, c_off.len())?;
+    check_len("amg spgemm: values of C", c_cols.len(), c_vals.len())?;
+    if a.nrows == 0 || c_cols.is_empty() {
+        return Ok(());
+    }
+    let (m, grid) = group_grid(a.nrows, group)?;
+    let f = setup_function(ctx, SetupKernel::SpgemmNumericShared)?;
+    let (stream, to, ao, ac, av, bo, bc, bv, co, cc, cv) = (
+        ctx.stream(),
+        t_off.ptr(),
+        a.offsets.ptr(),
+        a.cols.ptr(),
+        a.vals_ptr(),
+        b.offsets.ptr(),
+        b.cols.ptr(),
+        b.vals_ptr(),
+        c_off.ptr(),
+        c_cols.ptr(),
+        c_vals.ptr(),
+    );
+    // SAFETY: amg_spgemm_numeric_shared_f64(unsigned m, unsigned g, const unsigned* t_off,
+    // const unsigned* a_off, const unsigned* a_cols, const double* a_vals, const unsigned*
+    // b_off, const unsigned* b_cols, const double* b_vals, const unsigned* c_off, unsigned*
+    // c_cols, double* c_vals); c_off is the scan of the count passes (c_cols and c_vals have
+    // c_off[m] elements, checked equal); a row it takes was fitted by spgemm_count_shared
+    // with the same group, so its table (twice its count, a power of two) fits the group's
+    // share of the block's static shared memory; the group writes its own row's range of
+    // c_cols and c_vals only, one slot at its column's unique rank.
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, to, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+        .map_err(setup_error(SetupKernel::SpgemmNumericShared))
 }
 
 /// The symbolic pass of `A B`: every row's columns into its table (`table`: `t_off[m]`
-/// slots filled with [`NONE`] bytes, `t_off` the scan of [`spgemm_sizes`]), the distinct
-/// count of row `i` into `counts[i]`.
+/// slots filled with [`NONE`] bytes, `t_off` the scan of [`spgemm_count_shared`]'s table
+/// sizes), the distinct count of row `i` into `counts[i]`, for the rows with a table only.
 pub(crate) fn spgemm_symbolic(
     ctx: &Context,
     a: &CsrView<'_>,
@@ -1005,8 +1087,8 @@ pub(crate) fn spgemm_numeric(
     let f = setup_function(ctx, kernel)?;
     let (ao, ac, av, bo, bc, bv) =
         (a.offsets.ptr(), a.cols.ptr(), a.vals_ptr(), b.offsets.ptr(), b.cols.ptr(), b.vals_ptr());
-    // SAFETY: amg_spgemm_numeric_f64(unsigned m, const unsigned* a_off, const unsigned* a_cols,
-    // const double* a_vals, const unsigned* b_off, const unsigned* b_cols, const double*
+    // SAFETY: amg_spgemm_numeric_f64(unsigned m, const unsigned* t_off, const unsigned* a_off,
+    // const unsigned* a_cols, const double* a_vals, const unsigned* b_off, const unsigned* b_cols, const double*
     // b_vals, const unsigned* c_off, const unsigned* c_cols, double* c_vals); every product's
     // column is in row i of C (the symbolic pass inserted it), so the binary search lands in
     // the row's range; thread i writes c_vals of its own range only. The group kernel
@@ -1017,10 +1099,10 @@ pub(crate) fn spgemm_numeric(
     let (_, grid) = group_grid(a.nrows, group)?;
     let launched = if group == 1 {
         // SAFETY: as above.
-        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, to, ao, ac, av, bo, bc, bv, co, cc, cv)) }
     } else {
         // SAFETY: as above.
-        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, ao, ac, av, bo, bc, bv, co, cc, cv)) }
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, to, ao, ac, av, bo, bc, bv, co, cc, cv)) }
     };
     launched.map_err(setup_error(kernel))
 }

@@ -22,12 +22,16 @@
 //!   transpose (counting sort) whose rows are sorted. For `k > 1` the thin QR runs on the
 //!   host ([`host_setup::tentative`](super::host_setup::tentative)) and its result is
 //!   uploaded.
-//! - `C = A B` is two passes, one thread per row of `C`: a symbolic pass that inserts the
-//!   row's columns into a hash table of its own in scratch memory (a power of two at least
-//!   twice the most distinct columns the row can have: its products, at most `B`'s columns)
-//!   and counts them, then the sorted columns, then a numeric pass that adds each row's
-//!   products in the host's order (entries of `A`'s row in order, for each the entries of
-//!   `B`'s row in order).
+//! - `C = A B` is a count pass and a numeric pass, a group of threads per row of `C`, in
+//!   hash tables in shared memory: the count inserts the row's columns with integer
+//!   compare-and-swap and counts them; the numeric pass inserts them again and adds each
+//!   row's products in the host's order (entries of `A`'s row in order, for each the
+//!   entries of `B`'s row in order, the group synchronizing between two entries of `A`),
+//!   then writes each column at its rank, sorted. A row whose columns do not fit in its
+//!   group's share gets a hash table of its own in global memory (a power of two at least
+//!   twice the most distinct columns it can have: its products, at most `B`'s columns)
+//!   and three global passes: symbolic, sorted columns, numeric (a binary search of each
+//!   product's column). Only those rows take global table space.
 //! - The spectral radius for the smoothing weight is an argument: the caller estimates it
 //!   (the host's [`spectral_radius`](super::host_setup::spectral_radius), or the same
 //!   20-step power method with the device SpMV).
@@ -458,20 +462,28 @@ pub(crate) fn spgemm(ctx: &'static Context, a: &DeviceCsrParts, b: &DeviceCsrPar
     check_len("amg spgemm: rows of B", a.ncols, b.nrows)?;
     let m = a.nrows;
     check_memory(ctx, || format!("the row counts of a product of {m} rows"), 2 * bytes::<u32>(m + 1))?;
-    let mut t_off = DeviceArray::<u32>::zeroed(ctx, m + 1, "the product's table offsets")?;
+    let mut need = DeviceArray::<u32>::zeroed(ctx, m + 1, "the product's table offsets")?;
+    let mut offsets = DeviceArray::<u32>::zeroed(ctx, m + 1, "the product's offsets")?;
     let mut too_many = DeviceArray::<u32>::zeroed(ctx, 1, "the product's flag")?;
-    kernels::spgemm_sizes(ctx, &a.view(), &b.view(), &mut t_off, &mut too_many)?;
+    let group = kernels::spgemm_group(b.nrows, b.nnz());
+    // shared tables: at least 4 threads a row, so that a group's share holds 64 slots
+    let shared_group = group.max(4);
+    kernels::spgemm_count_shared(ctx, &a.view(), &b.view(), shared_group, &mut offsets, &mut need, &mut too_many)?;
     if read_flag(&too_many, "the product's flag")? {
         return Err(Error::InvalidArgument(
             "the AMG setup on the device: a row of a product has more than 2^30 products".into(),
         ));
     }
-    let slots = scan(ctx, &mut t_off, "hash slots of a product")?;
-    check_memory(ctx, || format!("the hash tables of a product of {m} rows ({slots} slots)"), bytes::<u32>(slots))?;
-    let mut table = DeviceArray::<u32>::filled(ctx, slots, 0xff, "the product's hash tables")?;
-    let mut offsets = DeviceArray::<u32>::zeroed(ctx, m + 1, "the product's offsets")?;
-    let group = kernels::spgemm_group(b.nrows, b.nnz());
-    kernels::spgemm_symbolic(ctx, &a.view(), &b.view(), group, &t_off, &mut table, &mut offsets)?;
+    // the global tables, of the rows the shared tables did not fit only
+    let slots = scan(ctx, &mut need, "hash slots of a product")?;
+    let table = if slots > 0 {
+        check_memory(ctx, || format!("the hash tables of a product of {m} rows ({slots} slots)"), bytes::<u32>(slots))?;
+        let mut table = DeviceArray::<u32>::filled(ctx, slots, 0xff, "the product's hash tables")?;
+        kernels::spgemm_symbolic(ctx, &a.view(), &b.view(), group, &need, &mut table, &mut offsets)?;
+        Some(table)
+    } else {
+        None
+    };
     let nnz = scan(ctx, &mut offsets, "entries of a product")?;
     check_memory(
         ctx,
@@ -480,7 +492,10 @@ pub(crate) fn spgemm(ctx: &'static Context, a: &DeviceCsrParts, b: &DeviceCsrPar
     )?;
     let mut cols = DeviceArray::<u32>::zeroed(ctx, nnz, "the product's columns")?;
     let mut vals = DeviceArray::<f64>::zeroed(ctx, nnz, "the product's values")?;
-    kernels::spgemm_numeric(ctx, &a.view(), &b.view(), group, &t_off, &table, &offsets, &mut cols, &mut vals)?;
+    if let Some(table) = &table {
+        kernels::spgemm_numeric(ctx, &a.view(), &b.view(), group, &need, table, &offsets, &mut cols, &mut vals)?;
+    }
+    kernels::spgemm_numeric_shared(ctx, &a.view(), &b.view(), shared_group, &need, &offsets, &mut cols, &mut vals)?;
     Ok(DeviceCsrParts { nrows: m, ncols: b.ncols, offsets, cols, vals })
 }
 
