@@ -529,12 +529,64 @@ __device__ void amg_transpose_fill(unsigned nrows, const unsigned* __restrict__ 
     }
 }
 
-// Sorts each row's (unique) columns, with the values.
+// The rows of a transpose longer than 32 and at most AMG_SORT_BLOCK_MAX entries are sorted
+// by a block each (amg_sort_long_rows); the others by a thread each (amg_sort_rows).
+#define AMG_SORT_BLOCK_MAX 2048u
+
+__device__ __forceinline__ bool sorted_by_a_block(unsigned len) { return len > 32 && len <= AMG_SORT_BLOCK_MAX; }
+
+// Sorts each row's (unique) columns, with the values, a thread a row; skips the rows
+// amg_sort_long_rows sorts.
 __device__ void amg_sort_rows(unsigned nrows, const unsigned* __restrict__ off, unsigned* __restrict__ cols,
                               double* __restrict__ vals) {
     GRID_STRIDE(i, nrows) {
-        const unsigned start = off[i];
-        sort_unique(cols + start, vals ? vals + start : (double*)0, off[i + 1] - start);
+        const unsigned start = off[i], len = off[i + 1] - start;
+        if (sorted_by_a_block(len)) continue;
+        sort_unique(cols + start, vals ? vals + start : (double*)0, len);
+    }
+}
+
+// Sorts the rows of 33 to AMG_SORT_BLOCK_MAX (unique) columns, with the values, a block a
+// row: a bitonic sort in shared memory, the row padded to a power of two with AMG_NONE
+// (above every column, so the padding ends last and is never written back). The columns
+// are unique, so the result does not depend on the order of the compare-exchanges.
+__device__ void amg_sort_long_rows(unsigned nrows, const unsigned* __restrict__ off, unsigned* __restrict__ cols,
+                                   double* __restrict__ vals) {
+    __shared__ unsigned keys[AMG_SORT_BLOCK_MAX];
+    __shared__ double v[AMG_SORT_BLOCK_MAX];
+    for (idx_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+        const unsigned start = off[r], len = off[r + 1] - start;
+        if (!sorted_by_a_block(len)) continue;  // the same for the whole block
+        unsigned n2 = 64;
+        while (n2 < len) n2 <<= 1;
+        for (unsigned t = threadIdx.x; t < n2; t += blockDim.x) {
+            keys[t] = t < len ? cols[start + t] : AMG_NONE;
+            v[t] = t < len && vals ? vals[start + t] : 0.0;
+        }
+        __syncthreads();
+        for (unsigned k = 2; k <= n2; k <<= 1) {
+            for (unsigned j = k >> 1; j > 0; j >>= 1) {
+                for (unsigned t = threadIdx.x; t < n2; t += blockDim.x) {
+                    const unsigned u = t ^ j;
+                    if (u > t) {
+                        const unsigned a = keys[t], b = keys[u];
+                        if ((a > b) == ((t & k) == 0)) {
+                            keys[t] = b;
+                            keys[u] = a;
+                            const double x = v[t];
+                            v[t] = v[u];
+                            v[u] = x;
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (unsigned t = threadIdx.x; t < len; t += blockDim.x) {
+            cols[start + t] = keys[t];
+            if (vals) vals[start + t] = v[t];
+        }
+        __syncthreads();  // written back before the next row is loaded
     }
 }
 
@@ -1094,6 +1146,10 @@ __global__ void __launch_bounds__(SPGPU_BLOCK) amg_transpose_fill_f64(unsigned n
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK) amg_sort_rows_f64(unsigned nrows, cu32 off, unsigned* cols, double* vals) {
     amg_sort_rows(nrows, off, cols, vals);
+}
+__global__ void __launch_bounds__(SPGPU_BLOCK)
+    amg_sort_long_rows_f64(unsigned nrows, cu32 off, unsigned* cols, double* vals) {
+    amg_sort_long_rows(nrows, off, cols, vals);
 }
 __global__ void __launch_bounds__(SPGPU_BLOCK)
     amg_spgemm_count_shared_u32(unsigned m, unsigned g, unsigned b_ncols, cu32 a_off, cu32 a_cols, cu32 b_off,

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 thread_local Dim blockIdx, threadIdx;
 Dim blockDim, gridDim;
@@ -22,6 +23,17 @@ template <class F> void launch(unsigned grid, F f) {
     std::shuffle(t.begin(), t.end(), rng);
     gridDim.x = grid; blockDim.x = 256;
     for (auto& p : t) { blockIdx.x = p.first; threadIdx.x = p.second; f(); }
+}
+// Runs a grid of `grid` blocks of 256 real threads (the block kernels: a barrier for
+// __syncthreads, the static arrays of the kernel as the block's shared memory).
+template <class F> void launch_blocks(unsigned grid, F f) {
+    gridDim.x = grid; blockDim.x = 256;
+    for (unsigned b = 0; b < grid; ++b) {
+        std::barrier<> br(256); bar = &br;
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < 256; ++t) ts.emplace_back([&, b, t] { blockIdx.x = b; threadIdx.x = t; f(); });
+        for (auto& t : ts) t.join();
+    }
 }
 unsigned grid_of(size_t n) { size_t g = (n + 255) / 256; return (unsigned)std::max<size_t>(1, std::min<size_t>(g, 3)); }
 // exclusive scan in place of counts (n+1), returns total
@@ -44,6 +56,7 @@ Csr transpose(const Csr& a) {
     scan(off);
     launch(grid_of(a.nrows), [&] { amg_transpose_fill_f64(a.nrows, a.off.data(), a.cols.data(), a.vals.data(), off.data(), cur.data(), tc.data(), tv.data()); });
     launch(grid_of(a.ncols), [&] { amg_sort_rows_f64(a.ncols, off.data(), tc.data(), tv.data()); });
+    launch_blocks(3, [&] { amg_sort_long_rows_f64(a.ncols, off.data(), tc.data(), tv.data()); });
     return Csr{a.ncols, a.nrows, off, tc, tv};
 }
 // C = A B as device_setup.rs runs it, with groups of one thread: the shared-memory count

@@ -232,10 +232,11 @@ pub(crate) enum SetupKernel {
     PowerStepGroup,
     Widen,
     SpgemmNumericShared,
+    SortLongRows,
 }
 
 impl SetupKernel {
-    pub(crate) const ALL: [SetupKernel; 38] = [
+    pub(crate) const ALL: [SetupKernel; 39] = [
         SetupKernel::ScanTiles,
         SetupKernel::ScanPartials,
         SetupKernel::ScanApply,
@@ -274,6 +275,7 @@ impl SetupKernel {
         SetupKernel::PowerStepGroup,
         SetupKernel::Widen,
         SetupKernel::SpgemmNumericShared,
+        SetupKernel::SortLongRows,
     ];
 }
 
@@ -320,6 +322,7 @@ pub(crate) fn setup_kernel_name(kernel: SetupKernel) -> &'static str {
         SetupKernel::PowerStepGroup => "amg_power_step_group_f64",
         SetupKernel::Widen => "amg_widen_u32",
         SetupKernel::SpgemmNumericShared => "amg_spgemm_numeric_shared_f64",
+        SetupKernel::SortLongRows => "amg_sort_long_rows_f64",
     }
 }
 
@@ -858,7 +861,15 @@ pub(crate) fn transpose_fill(
     // SAFETY: amg_sort_rows_f64(unsigned nrows, const unsigned* off, unsigned* cols, double*
     // vals); off (ncols + 1 elements) bounds cols and vals (nnz each); thread c sorts its own
     // row's range only (null arrays are never touched when nnz is 0: every range is empty).
-    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nt, to, tc, tv)) }.map_err(setup_error(SetupKernel::SortRows))
+    unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(nt, to, tc, tv)) }.map_err(setup_error(SetupKernel::SortRows))?;
+    // the rows of 33 to 2048 entries, a block each
+    let f = setup_function(ctx, SetupKernel::SortLongRows)?;
+    let blocks = u32::try_from(a.ncols).unwrap_or(u32::MAX).clamp(1, AMG_MAX_BLOCKS);
+    // SAFETY: amg_sort_long_rows_f64(unsigned nrows, const unsigned* off, unsigned* cols,
+    // double* vals), the same arrays; block r sorts the rows r, r + grid, ... of 33 to 2048
+    // entries, each in its own static shared arrays of 2048 elements, and writes that row's
+    // range only; the rows it takes are the ones amg_sort_rows_f64 skipped.
+    unsafe { launch!(f<<<blocks, BLOCK, 0, stream>>>(nt, to, tc, tv)) }.map_err(setup_error(SetupKernel::SortLongRows))
 }
 
 /// The count pass of `A B` in shared memory, `group` threads per row: `counts[i]` = the
