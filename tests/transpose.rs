@@ -64,7 +64,23 @@ fn shapes<T: Scalar>() -> Vec<(&'static str, CsrMatrix<T>)> {
     ]
 }
 
-fn transposes_are_exact<T: Scalar>() {
+/// Two tests, `$f64` and `$f32`, running `$body::<f64>` and `$body::<f32>` with the test's
+/// name.
+macro_rules! in_both_precisions {
+    ($f64:ident, $f32:ident, $body:ident) => {
+        #[test]
+        fn $f64() {
+            $body::<f64>(stringify!($f64));
+        }
+
+        #[test]
+        fn $f32() {
+            $body::<f32>(stringify!($f32));
+        }
+    };
+}
+
+fn transposes_are_exact<T: Scalar>(_test: &str) {
     for (what, a) in shapes::<T>() {
         let t = a.transpose();
         assert_eq!((t.nrows(), t.ncols(), t.nnz()), (a.ncols(), a.nrows(), a.nnz()), "{what}");
@@ -81,15 +97,7 @@ fn transposes_are_exact<T: Scalar>() {
     }
 }
 
-#[test]
-fn transposes_are_exact_f64() {
-    transposes_are_exact::<f64>();
-}
-
-#[test]
-fn transposes_are_exact_f32() {
-    transposes_are_exact::<f32>();
-}
+in_both_precisions!(transposes_are_exact_f64, transposes_are_exact_f32, transposes_are_exact);
 
 #[test]
 fn the_parallel_transpose_is_the_same_on_any_number_of_threads() {
@@ -139,7 +147,7 @@ fn the_reference_transpose_product_has_the_values_of_the_definition() {
 
 /// The reference transpose product against the reference product of the explicit transpose:
 /// both sum each `y[j]` in `f64` in increasing row order of `A`, so they agree exactly.
-fn the_reference_is_the_product_of_the_explicit_transpose<T: Scalar>() {
+fn the_reference_is_the_product_of_the_explicit_transpose<T: Scalar>(_test: &str) {
     let mut list = shapes::<T>();
     // past the reference's parallel threshold
     list.push(("random 9001 x 2003, parallel", random_csr(9001, 2003, 40, 9)));
@@ -160,15 +168,11 @@ fn the_reference_is_the_product_of_the_explicit_transpose<T: Scalar>() {
     }
 }
 
-#[test]
-fn the_reference_is_the_product_of_the_explicit_transpose_f64() {
-    the_reference_is_the_product_of_the_explicit_transpose::<f64>();
-}
-
-#[test]
-fn the_reference_is_the_product_of_the_explicit_transpose_f32() {
-    the_reference_is_the_product_of_the_explicit_transpose::<f32>();
-}
+in_both_precisions!(
+    the_reference_is_the_product_of_the_explicit_transpose_f64,
+    the_reference_is_the_product_of_the_explicit_transpose_f32,
+    the_reference_is_the_product_of_the_explicit_transpose
+);
 
 #[test]
 fn the_reference_refuses_vectors_of_the_wrong_length() {
@@ -227,15 +231,11 @@ fn gpu_matches_the_reference<T: Scalar>(test: &str) {
     }
 }
 
-#[test]
-fn gpu_transpose_products_match_the_reference_f64() {
-    gpu_matches_the_reference::<f64>("gpu_transpose_products_match_the_reference_f64");
-}
-
-#[test]
-fn gpu_transpose_products_match_the_reference_f32() {
-    gpu_matches_the_reference::<f32>("gpu_transpose_products_match_the_reference_f32");
-}
+in_both_precisions!(
+    gpu_transpose_products_match_the_reference_f64,
+    gpu_transpose_products_match_the_reference_f32,
+    gpu_matches_the_reference
+);
 
 /// Every product of `d`'s transpose with `x` (alpha 1.5, beta -1 on `y0`), as bits.
 fn product_bits<T: Scalar>(d: &DeviceCsr<T>, x: &DeviceVector<T>, y0: &[T]) -> Vec<u64> {
@@ -275,19 +275,11 @@ fn gpu_repeats_are_bit_identical_and_reuse_the_transpose<T: Scalar>(test: &str) 
     }
 }
 
-#[test]
-fn gpu_repeats_are_bit_identical_and_reuse_the_transpose_f64() {
-    gpu_repeats_are_bit_identical_and_reuse_the_transpose::<f64>(
-        "gpu_repeats_are_bit_identical_and_reuse_the_transpose_f64",
-    );
-}
-
-#[test]
-fn gpu_repeats_are_bit_identical_and_reuse_the_transpose_f32() {
-    gpu_repeats_are_bit_identical_and_reuse_the_transpose::<f32>(
-        "gpu_repeats_are_bit_identical_and_reuse_the_transpose_f32",
-    );
-}
+in_both_precisions!(
+    gpu_repeats_are_bit_identical_and_reuse_the_transpose_f64,
+    gpu_repeats_are_bit_identical_and_reuse_the_transpose_f32,
+    gpu_repeats_are_bit_identical_and_reuse_the_transpose
+);
 
 #[test]
 fn gpu_threads_racing_to_the_first_product_build_one_transpose() {

@@ -548,6 +548,17 @@ fn plan_label(plan: &crate::gpu::SpmvPlan) -> String {
     label
 }
 
+/// One cuSPARSE product to time: of the device matrix `d` (whose host row offsets are
+/// `offsets`) with `alg`, in row blocks of at most `INDEX_LIMIT` entries when `blocks`, with
+/// `CUSPARSE_OPERATION_TRANSPOSE` when `transpose`.
+struct CusparseVariant<'a, T: Scalar> {
+    d: &'a DeviceCsr<T>,
+    offsets: &'a [u64],
+    alg: Algorithm,
+    blocks: bool,
+    transpose: bool,
+}
+
 /// Every implementation on one matrix in precision `T`: of `y = A x`, or of `y = A^T x`
 /// with `--transpose` (module docs).
 fn bench_matrix<T: CpuScalar>(
@@ -646,19 +657,19 @@ fn bench_matrix<T: CpuScalar>(
         };
         // with --transpose, A itself too, for cuSPARSE's transpose operation
         let plain_a = if env.transpose { Some(upload_timed(ctx, a, KernelChoice::Scalar)?.0) } else { None };
-        // (matrix, its host offsets, algorithm, in row blocks, with the transpose operation)
-        let mut variants: Vec<(&DeviceCsr<T>, &[u64], Algorithm, bool, bool)> =
-            Algorithm::ALL.iter().map(|&alg| (&plain, m.row_offsets(), alg, false, false)).collect();
+        let variant = |d, offsets, alg, blocks, transpose| CusparseVariant { d, offsets, alg, blocks, transpose };
+        let mut variants: Vec<CusparseVariant<'_, T>> =
+            Algorithm::ALL.iter().map(|&alg| variant(&plain, m.row_offsets(), alg, false, false)).collect();
         // Past INDEX_LIMIT entries: cuSPARSE with 64-bit indices (CUSPARSE_INDEX_64I), and,
         // since cuSPARSE 12.6 fails on such matrices (status 7, internal error), also as a
         // cuSPARSE user must run them: row blocks of at most INDEX_LIMIT entries, 32I.
         if plain.offsets_are_64_bit() {
-            variants.extend(Algorithm::ALL.iter().map(|&alg| (&plain, m.row_offsets(), alg, true, false)));
+            variants.extend(Algorithm::ALL.iter().map(|&alg| variant(&plain, m.row_offsets(), alg, true, false)));
         }
         if let Some(pa) = &plain_a {
-            variants.extend(Algorithm::ALL.iter().map(|&alg| (pa, a.row_offsets(), alg, false, true)));
+            variants.extend(Algorithm::ALL.iter().map(|&alg| variant(pa, a.row_offsets(), alg, false, true)));
         }
-        for (d, host_offsets, alg, blocks, op_transpose) in variants {
+        for CusparseVariant { d, offsets: host_offsets, alg, blocks, transpose: op_transpose } in variants {
             seed += 1;
             let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
             let kind = match (env.transpose, op_transpose) {
