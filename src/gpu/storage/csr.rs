@@ -84,7 +84,8 @@ pub struct DeviceCsr<T: Scalar> {
     /// The overrides the upload planned with, which `set_kernel` plans with too.
     tuning: Tuning,
     /// `A^T`, uploaded with a plan of its own the first time a transpose product needs it
-    /// ([`prepare_transpose`](DeviceCsr::prepare_transpose)), then kept.
+    /// ([`prepare_transpose`](DeviceCsr::prepare_transpose)), then kept. A method that
+    /// changes `A`'s values or pattern must drop it (`self.transposed.take()`).
     transposed: std::sync::OnceLock<Box<DeviceCsr<T>>>,
     /// Held while `transposed` is built, so that threads asking for it at once build it once.
     transposing: std::sync::Mutex<()>,
