@@ -1,7 +1,9 @@
 //! The CPU reference SpMV: the oracle every GPU result is compared with.
 //!
-//! Both functions compute `y = alpha*A*x + beta*y`, accumulating each row's sum in `f64`
-//! whatever the element type, and rounding once when `y[i]` is stored. When
+//! [`spmv_csr`] and [`spmv_ell`] compute `y = alpha*A*x + beta*y`, accumulating each row's
+//! sum in `f64` whatever the element type, and rounding once when `y[i]` is stored;
+//! [`spmv_transpose`] computes `y = alpha*A^T*x + beta*y` in the same way, each `y[j]` summed
+//! over column `j` of `A` in increasing row order. When
 //! `beta == 0`, `y` is never read (BLAS semantics): NaN or garbage in `y` does not spread.
 //! Matrices with more than [`PARALLEL_THRESHOLD`] stored entries are processed in
 //! parallel over rows (rayon); each row is still summed in order, so the result does not
@@ -57,6 +59,66 @@ pub fn spmv_csr<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut
         y.par_iter_mut().enumerate().with_min_len(256).for_each(|(i, yi)| row(i, yi));
     } else {
         y.iter_mut().enumerate().for_each(|(i, yi)| row(i, yi));
+    }
+    Ok(())
+}
+
+/// `y = alpha*A^T*x + beta*y` for a CSR matrix, on the CPU, without forming `A^T`: `x` has
+/// `a.nrows()` entries and `y` has `a.ncols()`.
+///
+/// Each `y[j]` is the sum over column `j` of `A`, accumulated in `f64` in increasing row
+/// order (the order of row `j` of [`CsrMatrix::transpose`]), then rounded once. Matrices
+/// with more than [`PARALLEL_THRESHOLD`] entries are processed in parallel over ranges of
+/// `y`, each reading every row's entries in its range (a binary search per row); the result
+/// does not depend on the number of threads. `beta == 0` never reads `y`.
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] if `x.len() != a.nrows()` or `y.len() != a.ncols()`; `y`
+/// is then left untouched.
+///
+/// # Example
+///
+/// ```
+/// use spgpu::{reference, CsrMatrix};
+/// // A = [2 1]    A^T x = [2*1 + 0*2]
+/// //     [0 3]            [1*1 + 3*2]
+/// let a = CsrMatrix::try_from_parts(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![2.0, 1.0, 3.0])?;
+/// let mut y = vec![1.0, 1.0];
+/// reference::spmv_transpose(2.0, &a, &[1.0, 2.0], -1.0, &mut y)?;
+/// assert_eq!(y, vec![2.0 * 2.0 - 1.0, 2.0 * 7.0 - 1.0]);
+/// # Ok::<(), spgpu::Error>(())
+/// ```
+pub fn spmv_transpose<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+    check_dims(
+        "reference spmv_transpose: length of x",
+        "reference spmv_transpose: length of y",
+        a.nrows(),
+        a.ncols(),
+        x.len(),
+        y.len(),
+    )?;
+    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+    // the sums of columns lo..lo + y.len(), into y
+    let columns = |lo: usize, y: &mut [T]| {
+        let hi = (lo + y.len()) as u32;
+        let mut sums = vec![0.0f64; y.len()];
+        for (i, xi) in x.iter().enumerate() {
+            let (cols, vals) = a.row(i);
+            let first = if lo == 0 { 0 } else { cols.partition_point(|&c| (c as usize) < lo) };
+            for (&c, &v) in cols[first..].iter().zip(&vals[first..]).take_while(|(&c, _)| c < hi) {
+                sums[c as usize - lo] += v.to_f64() * xi.to_f64();
+            }
+        }
+        for (s, yj) in sums.into_iter().zip(y) {
+            finish(alpha, s, beta, yj);
+        }
+    };
+    if a.nnz() > PARALLEL_THRESHOLD {
+        let range = a.ncols().div_ceil(4 * rayon::current_num_threads()).max(256);
+        y.par_chunks_mut(range).enumerate().for_each(|(k, y)| columns(k * range, y));
+    } else {
+        columns(0, y);
     }
     Ok(())
 }

@@ -5,8 +5,9 @@
 //! and enum values of `cusparse.h` and `library_types.h` of CUDA 12 and 13 (checked against
 //! those headers: `CUSPARSE_SPMV_CSR_ALG1 = 2`, `CUSPARSE_SPMV_CSR_ALG2 = 3`,
 //! `CUSPARSE_INDEX_32I = 2`, `CUSPARSE_INDEX_BASE_ZERO = 0`, `CUDA_R_32F = 0`,
-//! `CUDA_R_64F = 1`, `CUSPARSE_OPERATION_NON_TRANSPOSE = 0`). When no library is found the
-//! benchmark says so and goes on without cuSPARSE.
+//! `CUDA_R_64F = 1`, `CUSPARSE_OPERATION_NON_TRANSPOSE = 0`,
+//! `CUSPARSE_OPERATION_TRANSPOSE = 1`). When no library is found the benchmark says so and
+//! goes on without cuSPARSE.
 //!
 //! cuSPARSE runs in the context that is current on the thread: the device's primary
 //! context, which is the one `cust` retains, so it shares memory and streams with spgpu.
@@ -27,6 +28,7 @@ type DnVec = *mut c_void;
 
 const STATUS_SUCCESS: Status = 0;
 const OPERATION_NON_TRANSPOSE: c_int = 0;
+const OPERATION_TRANSPOSE: c_int = 1;
 const INDEX_32I: c_int = 2;
 const INDEX_64I: c_int = 3;
 const INDEX_BASE_ZERO: c_int = 0;
@@ -269,50 +271,55 @@ impl CuSparse {
         self.api.preprocess.is_some()
     }
 
-    /// Prepares `y = A x` (alpha = 1, beta = 0) with `alg` on spgpu's device matrix `a`
-    /// (its arrays, shared, not copied) and device vectors `x` and `y`; the returned plan
-    /// launches one `cusparseSpMV` per call.
+    /// Prepares `y = A x` (alpha = 1, beta = 0), or `y = A^T x` with
+    /// `CUSPARSE_OPERATION_TRANSPOSE` when `transpose` (x of `a`'s rows, y of its columns),
+    /// with `alg` on spgpu's device matrix `a` (its arrays, shared, not copied) and device
+    /// vectors `x` and `y`; the returned plan launches one `cusparseSpMV` per call.
     ///
     /// # Errors
     ///
-    /// A failed cuSPARSE call or allocation, an empty matrix (cuSPARSE needs entries), or
-    /// [`Algorithm::Alg1Preprocessed`] on a library without `cusparseSpMV_preprocess`.
+    /// A failed cuSPARSE call or allocation (an algorithm without the transpose operation),
+    /// an empty matrix (cuSPARSE needs entries), or [`Algorithm::Alg1Preprocessed`] on a
+    /// library without `cusparseSpMV_preprocess`.
     pub fn plan<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
         x: DevicePointer<T>,
         y: DevicePointer<T>,
         alg: Algorithm,
+        transpose: bool,
     ) -> BenchResult<SpmvPlan<'a, T>> {
+        let op = if transpose { OPERATION_TRANSPOSE } else { OPERATION_NON_TRANSPOSE };
         if a.nnz() == 0 {
             return Err("cuSPARSE is not run on a matrix without entries".into());
         }
         let value_type = if T::BYTES == 4 { CUDA_R_32F } else { CUDA_R_64F };
         let arrays = a.csr_ptrs().ok_or("cuSPARSE needs the matrix stored as CSR")?;
         if !arrays.offsets_64_bit {
-            return self.plan_with(a, x, y, alg, value_type, INDEX_32I, None);
+            return self.plan_with(a, x, y, (alg, op), value_type, INDEX_32I, None);
         }
         // 64-bit offsets: cuSPARSE's CUSPARSE_INDEX_64I, with spgpu's 32-bit columns where the
         // library takes them, else with the columns widened to 64 bits on the device.
-        match self.plan_with(a, x, y, alg, value_type, INDEX_64I, None) {
+        match self.plan_with(a, x, y, (alg, op), value_type, INDEX_64I, None) {
             Ok(p) => Ok(p),
             Err(mixed) => {
                 let wide = a.col_indices_64()?.ok_or("cuSPARSE is not run on a matrix without entries")?;
-                self.plan_with(a, x, y, alg, value_type, INDEX_64I, Some(wide))
+                self.plan_with(a, x, y, (alg, op), value_type, INDEX_64I, Some(wide))
                     .map_err(|e| format!("cuSPARSE with 64-bit offsets: {e} (with 32-bit columns: {mixed})").into())
             }
         }
     }
 
-    /// [`plan`](Self::plan) with the offsets of index type `offsets` and, when `wide_cols` is
-    /// given, those 64-bit columns instead of the matrix's 32-bit ones.
+    /// [`plan`](Self::plan) with the algorithm and operation `(alg, op)`, the offsets of
+    /// index type `offsets` and, when `wide_cols` is given, those 64-bit columns instead of
+    /// the matrix's 32-bit ones.
     #[allow(clippy::too_many_arguments)]
     fn plan_with<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
         x: DevicePointer<T>,
         y: DevicePointer<T>,
-        alg: Algorithm,
+        (alg, op): (Algorithm, c_int),
         value_type: c_int,
         offsets: c_int,
         wide_cols: Option<DeviceIndices64>,
@@ -328,21 +335,24 @@ impl CuSparse {
             _ => "64I",
         };
         let mut plan = SpmvPlan::new(self, a, alg, value_type, index_types);
+        plan.op = op;
         plan.wide_cols = wide_cols;
         let part = Part {
             rows: a.nrows(),
+            ncols: a.ncols(),
             nnz: a.nnz(),
             offsets: (arrays.row_offsets, offsets),
             cols: (cols, col_type),
             values: arrays.values.as_raw(),
-            x: (x.as_raw(), a.ncols()),
+            x: x.as_raw(),
             y: y.as_raw(),
         };
         // SAFETY: the three device arrays hold nrows+1, nnz and nnz (> 0) elements of the
         // declared types (offsets u32 read as int32 only while nnz <= INDEX_LIMIT = i32::MAX,
         // else u64 read as int64 below 2^63; columns u32 below ncols <= i32::MAX, or the u64
-        // widened copy the plan owns); x and y hold ncols and nrows elements and the caller
-        // keeps them alive as long as the plan, which borrows `a`.
+        // widened copy the plan owns); x and y hold ncols and nrows elements (nrows and ncols
+        // with the transpose operation) and the caller keeps them alive as long as the plan,
+        // which borrows `a`.
         unsafe { plan.add_part(&part)? };
         Ok(plan)
     }
@@ -377,11 +387,12 @@ impl CuSparse {
             let offsets = DeviceBuffer::from_slice(&rebased)?;
             let part = Part {
                 rows: r1 - r0,
+                ncols: a.ncols(),
                 nnz: (host_offsets[r1] - base) as usize,
                 offsets: (offsets.as_device_ptr().as_raw(), INDEX_32I),
                 cols: (arrays.col_indices.as_raw() + 4 * base, INDEX_32I),
                 values: arrays.values.as_raw() + T::BYTES as u64 * base,
-                x: (x.as_raw(), a.ncols()),
+                x: x.as_raw(),
                 y: y.as_raw() + (T::BYTES * r0) as u64,
             };
             plan.block_offsets.push(offsets);
@@ -411,17 +422,20 @@ fn row_block_bounds(offsets: &[u64], limit: u64) -> Vec<usize> {
     bounds
 }
 
-/// One `cusparseSpMV` of a plan: a CSR block `y[..rows] = A_block x` (addresses on the device).
+/// One `cusparseSpMV` of a plan: a CSR block `y[..rows] = A_block x`, or `y = A^T x` with the
+/// transpose operation (addresses on the device).
 struct Part {
     rows: usize,
+    ncols: usize,
     nnz: usize,
     /// Address and cuSPARSE index type of the `rows + 1` offsets.
     offsets: (u64, c_int),
     /// Address and index type of the columns.
     cols: (u64, c_int),
     values: u64,
-    /// Address and length of x.
-    x: (u64, usize),
+    /// Address of x: `ncols` elements, `rows` with the transpose operation.
+    x: u64,
+    /// Address of y: `rows` elements, `ncols` with the transpose operation.
     y: u64,
 }
 
@@ -441,6 +455,8 @@ pub struct SpmvPlan<'a, T: Scalar> {
     cs: &'a CuSparse,
     parts: Vec<Descriptors>,
     alg: Algorithm,
+    /// `CUSPARSE_OPERATION_NON_TRANSPOSE` or `CUSPARSE_OPERATION_TRANSPOSE`.
+    op: c_int,
     value_type: c_int,
     alpha: T,
     beta: T,
@@ -470,6 +486,7 @@ impl<'a, T: Scalar> SpmvPlan<'a, T> {
             cs,
             parts: Vec::new(),
             alg,
+            op: OPERATION_NON_TRANSPOSE,
             value_type,
             alpha: T::ONE,
             beta: T::ZERO,
@@ -497,13 +514,14 @@ impl<'a, T: Scalar> SpmvPlan<'a, T> {
             buffer: None,
         });
         let d = self.parts.last_mut().expect("just pushed");
+        let (x_len, y_len) = if self.op == OPERATION_TRANSPOSE { (p.rows, p.ncols) } else { (p.ncols, p.rows) };
         // SAFETY: the caller guarantees the arrays; the descriptors are destroyed in drop.
         api.check(
             unsafe {
                 (api.create_csr)(
                     &mut d.mat,
                     p.rows as i64,
-                    p.x.1 as i64,
+                    p.ncols as i64,
                     p.nnz as i64,
                     p.offsets.0 as *mut c_void,
                     p.cols.0 as *mut c_void,
@@ -516,14 +534,14 @@ impl<'a, T: Scalar> SpmvPlan<'a, T> {
             },
             "cusparseCreateCsr",
         )?;
-        // SAFETY: x and y hold p.x.1 and p.rows elements (the caller guarantees).
+        // SAFETY: x and y hold x_len and y_len elements (the caller guarantees).
         api.check(
-            unsafe { (api.create_dn_vec)(&mut d.x, p.x.1 as i64, p.x.0 as *mut c_void, vt) },
+            unsafe { (api.create_dn_vec)(&mut d.x, x_len as i64, p.x as *mut c_void, vt) },
             "cusparseCreateDnVec(x)",
         )?;
         // SAFETY: as above.
         api.check(
-            unsafe { (api.create_dn_vec)(&mut d.y, p.rows as i64, p.y as *mut c_void, vt) },
+            unsafe { (api.create_dn_vec)(&mut d.y, y_len as i64, p.y as *mut c_void, vt) },
             "cusparseCreateDnVec(y)",
         )?;
         let mut size = 0usize;
@@ -532,18 +550,7 @@ impl<'a, T: Scalar> SpmvPlan<'a, T> {
         // compute type (the default host pointer mode).
         api.check(
             unsafe {
-                (api.buffer_size)(
-                    self.cs.handle,
-                    OPERATION_NON_TRANSPOSE,
-                    alpha,
-                    d.mat,
-                    d.x,
-                    beta,
-                    d.y,
-                    vt,
-                    self.alg.raw(),
-                    &mut size,
-                )
+                (api.buffer_size)(self.cs.handle, self.op, alpha, d.mat, d.x, beta, d.y, vt, self.alg.raw(), &mut size)
             },
             "cusparseSpMV_bufferSize",
         )?;
@@ -553,20 +560,7 @@ impl<'a, T: Scalar> SpmvPlan<'a, T> {
             let buffer = buffer_ptr(&d.buffer);
             // SAFETY: as for the buffer size query; the buffer holds `size` bytes.
             api.check(
-                unsafe {
-                    pre(
-                        self.cs.handle,
-                        OPERATION_NON_TRANSPOSE,
-                        alpha,
-                        d.mat,
-                        d.x,
-                        beta,
-                        d.y,
-                        vt,
-                        self.alg.raw(),
-                        buffer,
-                    )
-                },
+                unsafe { pre(self.cs.handle, self.op, alpha, d.mat, d.x, beta, d.y, vt, self.alg.raw(), buffer) },
                 "cusparseSpMV_preprocess",
             )?;
         }
@@ -613,7 +607,7 @@ impl<T: Scalar> SpmvPlan<'_, T> {
                 unsafe {
                     (api.spmv)(
                         self.cs.handle,
-                        OPERATION_NON_TRANSPOSE,
+                        self.op,
                         alpha,
                         d.mat,
                         d.x,
@@ -672,6 +666,7 @@ mod tests {
         assert_eq!(Algorithm::Alg1.raw(), 2);
         assert_eq!(Algorithm::Alg1Preprocessed.raw(), 2);
         assert_eq!(Algorithm::Alg2.raw(), 3);
+        assert_eq!((OPERATION_NON_TRANSPOSE, OPERATION_TRANSPOSE), (0, 1));
         assert_eq!(Algorithm::ALL.map(Algorithm::name), ["cusparse-alg1", "cusparse-alg2", "cusparse-alg1+pre"]);
     }
 

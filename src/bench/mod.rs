@@ -20,6 +20,16 @@
 //!   absent);
 //! - `cpu-sprs` and `cpu-nalgebra` on all cores (`cpu`).
 //!
+//! With `--transpose` every implementation computes `y = A^T x` instead, checked against
+//! [`reference::spmv_transpose`]: `spgpu-auto` is [`DeviceCsr::spmv_transpose`] (A uploaded
+//! with its plan, the transpose built and kept by [`DeviceCsr::prepare_transpose`]; the cost
+//! counts both uploads and the build), a forced kernel runs on the explicit transpose
+//! (transposed on the host, whose time counts as its preprocessing), cuSPARSE runs both
+//! `CUSPARSE_OPERATION_TRANSPOSE` on A (`cusparse-<alg>-transpose`) and its non-transposed
+//! product on the explicit transpose (`cusparse-<alg>-explicit`), and the CPU baselines
+//! multiply the explicit transpose. The summary compares the plan with the fastest of all
+//! cuSPARSE variants; a note per matrix and precision compares it with each kind apart.
+//!
 //! GPU times are medians of CUDA-event timings of back-to-back launches (`timing`);
 //! matrices with fewer entries than `--graph-below` are also timed as CUDA-graph replays,
 //! which removes the launch overhead that dominates there. Results go to an aligned table
@@ -152,6 +162,8 @@ pub struct Options {
     /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
     /// run (no GPU needed).
     pub from_csv: Option<PathBuf>,
+    /// Benchmark the transpose product `y = A^T x` (module docs) instead of `y = A x`.
+    pub transpose: bool,
 }
 
 /// The kernels to force besides `auto`, in order and without repeats: those named, or every
@@ -313,6 +325,8 @@ struct Env {
     threads: usize,
     /// The kernels forced besides `auto`.
     kernels: Vec<KernelChoice>,
+    /// Whether every product is `A^T x` (`--transpose`).
+    transpose: bool,
 }
 
 /// Relative 2-norm error allowed against the reference: f32 sums of long rows in cuSPARSE
@@ -323,6 +337,17 @@ fn tolerance<T: Scalar>() -> f64 {
     } else {
         1e-10
     }
+}
+
+/// The reference product `A x`, or `A^T x` with `--transpose`.
+fn reference_product<T: Scalar>(env: &Env, a: &CsrMatrix<T>, x: &[T]) -> BenchResult<Vec<T>> {
+    let mut want = vec![T::ZERO; if env.transpose { a.ncols() } else { a.nrows() }];
+    if env.transpose {
+        reference::spmv_transpose(T::ONE, a, x, T::ZERO, &mut want)?;
+    } else {
+        reference::spmv_csr(T::ONE, a, x, T::ZERO, &mut want)?;
+    }
+    Ok(want)
 }
 
 /// A random vector in [-1, 1), never all zeros.
@@ -353,6 +378,12 @@ impl Cost {
     fn of<T: Scalar>(d: &DeviceCsr<T>, upload: f64) -> Cost {
         Cost { upload, preprocessing: d.preprocessing().as_secs_f64(), device_bytes: d.device_bytes() as u64 }
     }
+
+    /// This cost with `seconds` more of preprocessing on the host before the upload (the
+    /// explicit transpose of `--transpose`).
+    fn after_host(self, seconds: f64) -> Cost {
+        Cost { upload: self.upload + seconds, preprocessing: self.preprocessing + seconds, ..self }
+    }
 }
 
 /// One implementation to check and time on the GPU.
@@ -379,10 +410,9 @@ fn gpu_case<T: Scalar>(
     sink: &mut Sink<'_>,
 ) -> BenchResult<()> {
     // correct first: fresh x, poisoned y, compare with the reference in f64
-    let xh = random_vector::<T>(a.ncols(), seed);
+    let xh = random_vector::<T>(if env.transpose { a.nrows() } else { a.ncols() }, seed);
     x.copy_from(&xh)?;
-    let mut want = vec![T::ZERO; a.nrows()];
-    reference::spmv_csr(T::ONE, a, &xh, T::ZERO, &mut want)?;
+    let want = reference_product(env, a, &xh)?;
     y.fill(T::from_f64(f64::NAN))?;
     launch(x, y)?;
     let got = y.to_vec()?;
@@ -399,7 +429,7 @@ fn gpu_case<T: Scalar>(
             }
         }
     }
-    let bytes = crate::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
+    let bytes = crate::bytes::csr_bytes(want.len(), xh.len(), a.nnz(), T::BYTES, false);
     for t in timings {
         let mut m = measurement::<T>(name, case.implementation, t, bytes, case.format_bytes, env.copy_gbps);
         (m.rel_error, m.correct) = (rel_error, correct);
@@ -499,7 +529,38 @@ fn spmv<T: Scalar>(d: &DeviceCsr<T>) -> impl Fn(&DeviceVector<T>, &mut DeviceVec
     move |x, y| Ok(d.spmv(T::ONE, x, T::ZERO, y)?)
 }
 
-/// Every implementation on one matrix in precision `T`.
+/// The plan's kernel and what it adds (hot columns, row blocks, prefetch, column parts), for
+/// the matrix table.
+fn plan_label(plan: &crate::gpu::SpmvPlan) -> String {
+    let mut label = plan.kernel().to_string();
+    if plan.hot_columns() {
+        label += " + hot columns";
+    }
+    if let Some(shape) = plan.row_shape().filter(|&s| s != crate::gpu::balance::RowShape::DEFAULT) {
+        label += &format!(" + {}-thread blocks", shape.threads);
+    }
+    if plan.prefetch_x() {
+        label += " + x prefetch";
+    }
+    if plan.column_parts() > 1 {
+        label += &format!(" in {} column parts", plan.column_parts());
+    }
+    label
+}
+
+/// One cuSPARSE product to time: of the device matrix `d` (whose host row offsets are
+/// `offsets`) with `alg`, in row blocks of at most `INDEX_LIMIT` entries when `blocks`, with
+/// `CUSPARSE_OPERATION_TRANSPOSE` when `transpose`.
+struct CusparseVariant<'a, T: Scalar> {
+    d: &'a DeviceCsr<T>,
+    offsets: &'a [u64],
+    alg: Algorithm,
+    blocks: bool,
+    transpose: bool,
+}
+
+/// Every implementation on one matrix in precision `T`: of `y = A x`, or of `y = A^T x`
+/// with `--transpose` (module docs).
 fn bench_matrix<T: CpuScalar>(
     env: &Env,
     name: &str,
@@ -509,29 +570,48 @@ fn bench_matrix<T: CpuScalar>(
 ) -> BenchResult<Vec<Measurement>> {
     let ctx = env.ctx;
     let mut sink = Sink { out: Vec::new(), notes };
-    let csr_bytes = crate::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, false);
-    let ell_bytes = crate::bytes::ell_bytes(a.nrows(), a.ncols(), info.max_row, T::BYTES, false);
-    let mut x = DeviceVector::<T>::zeros(ctx, a.ncols())?;
-    let mut y = DeviceVector::<T>::zeros(ctx, a.nrows())?;
-    // the plan: its upload must work (the summary is about it)
+    // `m` is the matrix the forced kernels, cuSPARSE's plain product and the CPU multiply:
+    // `a`, or with --transpose its explicit transpose, made on the host in `host_transpose` s
+    let explicit = env.transpose.then(|| {
+        let t = Instant::now();
+        let at = a.transpose();
+        (at, t.elapsed().as_secs_f64())
+    });
+    let (m, host_transpose) = explicit.as_ref().map_or((a, 0.0), |(at, s)| (at, *s));
+    let max_row = explicit.as_ref().map_or(info.max_row, |(at, _)| at.row_stats().max);
+    let csr_bytes = crate::bytes::csr_bytes(m.nrows(), m.ncols(), m.nnz(), T::BYTES, false);
+    let ell_bytes = crate::bytes::ell_bytes(m.nrows(), m.ncols(), max_row, T::BYTES, false);
+    let mut x = DeviceVector::<T>::zeros(ctx, m.ncols())?;
+    let mut y = DeviceVector::<T>::zeros(ctx, m.nrows())?;
+    // the plan: its upload must work (the summary is about it); with --transpose, with the
+    // transpose that spmv_transpose builds and keeps, whose plan is the one that runs
     let (auto, upload) = upload_timed(ctx, a, KernelChoice::Auto)?;
-    let mut label = auto.plan().kernel().to_string();
-    if auto.plan().hot_columns() {
-        label += " + hot columns";
+    let (plan, cost) = if env.transpose {
+        let t = Instant::now();
+        let at = auto.prepare_transpose()?;
+        ctx.synchronize()?;
+        let preprocessing = auto.preprocessing() + at.preprocessing();
+        let cost = Cost {
+            upload: upload + t.elapsed().as_secs_f64(),
+            preprocessing: preprocessing.as_secs_f64(),
+            device_bytes: (auto.device_bytes() + at.device_bytes()) as u64,
+        };
+        (at.plan(), cost)
+    } else {
+        (auto.plan(), Cost::of(&auto, upload))
+    };
+    let label = if env.transpose { format!("A^T: {}", plan_label(plan)) } else { plan_label(plan) };
+    info.set_plan(T::NAME, label, plan.explain());
+    let fb = if plan.kernel() == crate::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
+    let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost };
+    {
+        let product = spmv(&auto);
+        let transposed = |x: &DeviceVector<T>, y: &mut DeviceVector<T>| -> BenchResult<()> {
+            Ok(auto.spmv_transpose(T::ONE, x, T::ZERO, y)?)
+        };
+        let launch: Launch<'_, T> = if env.transpose { &transposed } else { &product };
+        gpu_case(env, a, name, &case, &mut x, &mut y, 1, launch, &mut sink)?;
     }
-    if let Some(shape) = auto.plan().row_shape().filter(|&s| s != crate::gpu::balance::RowShape::DEFAULT) {
-        label += &format!(" + {}-thread blocks", shape.threads);
-    }
-    if auto.plan().prefetch_x() {
-        label += " + x prefetch";
-    }
-    if auto.plan().column_parts() > 1 {
-        label += &format!(" in {} column parts", auto.plan().column_parts());
-    }
-    info.set_plan(T::NAME, label, auto.plan().explain());
-    let fb = if auto.plan().kernel() == crate::gpu::SpmvKernel::Ell { ell_bytes } else { csr_bytes };
-    let case = Case { implementation: "spgpu-auto", format_bytes: fb, cost: Cost::of(&auto, upload) };
-    gpu_case(env, a, name, &case, &mut x, &mut y, 1, &spmv(&auto), &mut sink)?;
     drop(auto);
     let mut seed = 1;
     // a plain CSR upload for cuSPARSE: the scalar kernel's, when it runs
@@ -540,16 +620,18 @@ fn bench_matrix<T: CpuScalar>(
         seed += 1;
         let imp = format!("spgpu-{choice}");
         let fb = if choice == KernelChoice::Ell { ell_bytes } else { csr_bytes };
-        match upload_timed(ctx, a, choice) {
+        match upload_timed(ctx, m, choice) {
             Ok((d, upload)) => {
-                let case = Case { implementation: &imp, format_bytes: fb, cost: Cost::of(&d, upload) };
+                let cost = Cost::of(&d, upload).after_host(host_transpose);
+                let case = Case { implementation: &imp, format_bytes: fb, cost };
                 gpu_case_or_skip(env, a, name, &case, &mut x, &mut y, seed, &spmv(&d), &mut sink)?;
                 if choice == KernelChoice::Scalar {
                     plain = Some(d);
                 }
             }
-            Err(e) if choice == KernelChoice::Ell => match upload_ell(ctx, a) {
+            Err(e) if choice == KernelChoice::Ell => match upload_ell(ctx, m) {
                 Ok((d, cost)) => {
+                    let cost = cost.after_host(host_transpose);
                     sink.notes.push(format!(
                         "{name} ({}): spgpu-ell: DeviceCsr::upload_with(ell) failed ({e}); measured a DeviceEll instead",
                         T::NAME
@@ -571,25 +653,36 @@ fn bench_matrix<T: CpuScalar>(
     if let Some(cs) = &env.cusparse {
         let plain = match plain {
             Some(d) => d,
-            None => upload_timed(ctx, a, KernelChoice::Scalar)?.0,
+            None => upload_timed(ctx, m, KernelChoice::Scalar)?.0,
         };
-        let csr_arrays = plain.csr_bytes() as u64;
+        // with --transpose, A itself too, for cuSPARSE's transpose operation
+        let plain_a = if env.transpose { Some(upload_timed(ctx, a, KernelChoice::Scalar)?.0) } else { None };
+        let variant = |d, offsets, alg, blocks, transpose| CusparseVariant { d, offsets, alg, blocks, transpose };
+        let mut variants: Vec<CusparseVariant<'_, T>> =
+            Algorithm::ALL.iter().map(|&alg| variant(&plain, m.row_offsets(), alg, false, false)).collect();
         // Past INDEX_LIMIT entries: cuSPARSE with 64-bit indices (CUSPARSE_INDEX_64I), and,
         // since cuSPARSE 12.6 fails on such matrices (status 7, internal error), also as a
         // cuSPARSE user must run them: row blocks of at most INDEX_LIMIT entries, 32I.
-        let mut variants: Vec<(Algorithm, bool)> = Algorithm::ALL.iter().map(|&alg| (alg, false)).collect();
         if plain.offsets_are_64_bit() {
-            variants.extend(Algorithm::ALL.iter().map(|&alg| (alg, true)));
+            variants.extend(Algorithm::ALL.iter().map(|&alg| variant(&plain, m.row_offsets(), alg, true, false)));
         }
-        for (alg, blocks) in variants {
+        if let Some(pa) = &plain_a {
+            variants.extend(Algorithm::ALL.iter().map(|&alg| variant(pa, a.row_offsets(), alg, false, true)));
+        }
+        for CusparseVariant { d, offsets: host_offsets, alg, blocks, transpose: op_transpose } in variants {
             seed += 1;
             let (xp, yp) = (x.as_device_ptr(), y.as_device_ptr());
-            let imp = if blocks { format!("{}-rowblocks", alg.name()) } else { alg.name().to_string() };
+            let kind = match (env.transpose, op_transpose) {
+                (false, _) => "",
+                (true, false) => "-explicit",
+                (true, true) => "-transpose",
+            };
+            let imp = format!("{}{kind}{}", alg.name(), if blocks { "-rowblocks" } else { "" });
             let t = Instant::now();
             let plan = if blocks {
-                cs.plan_row_blocks(&plain, a.row_offsets(), xp, yp, alg)
+                cs.plan_row_blocks(d, host_offsets, xp, yp, alg)
             } else {
-                cs.plan(&plain, xp, yp, alg)
+                cs.plan(d, xp, yp, alg, op_transpose)
             };
             match plan.and_then(|p| ctx.synchronize().map(|()| p).map_err(Into::into)) {
                 Ok(plan) => {
@@ -603,8 +696,10 @@ fn bench_matrix<T: CpuScalar>(
                             a.nnz()
                         ));
                     }
-                    let cost =
-                        Cost { upload: f64::NAN, preprocessing: setup, device_bytes: csr_arrays + plan.buffer_bytes() };
+                    // the explicit transpose was made on the host first
+                    let host = if env.transpose && !op_transpose { host_transpose } else { 0.0 };
+                    let device_bytes = d.csr_bytes() as u64 + plan.buffer_bytes();
+                    let cost = Cost { upload: f64::NAN, preprocessing: setup + host, device_bytes };
                     let case = Case { implementation: &imp, format_bytes: csr_bytes, cost };
                     let p = &plan;
                     // a cuSPARSE failure (not spgpu's) is reported and the run goes on
@@ -615,15 +710,14 @@ fn bench_matrix<T: CpuScalar>(
         }
     }
     if env.cpu && a.nnz() > 0 {
-        let b = Baselines::new(a, env.threads)?;
+        let b = Baselines::new(m, env.threads)?;
         let runs: [(&str, CpuSpmv<T>); 2] =
             [("cpu-sprs", Baselines::spmv_sprs), ("cpu-nalgebra", Baselines::spmv_nalgebra)];
         for (imp, f) in runs {
             seed += 1;
-            let xh = random_vector::<T>(a.ncols(), seed);
-            let mut want = vec![T::ZERO; a.nrows()];
-            reference::spmv_csr(T::ONE, a, &xh, T::ZERO, &mut want)?;
-            let mut yh = vec![T::from_f64(f64::NAN); a.nrows()];
+            let xh = random_vector::<T>(m.ncols(), seed);
+            let want = reference_product(env, a, &xh)?;
+            let mut yh = vec![T::from_f64(f64::NAN); m.nrows()];
             f(&b, &xh, &mut yh);
             let rel = reference::relative_error(&yh, &want);
             let t = cpu::time_wall(env.reps, || f(&b, &xh, &mut yh));
@@ -632,7 +726,35 @@ fn bench_matrix<T: CpuScalar>(
             sink.out.push(m);
         }
     }
+    if env.transpose {
+        let note = transpose_note(name, T::NAME, &sink.out);
+        sink.notes.push(note);
+    }
     Ok(sink.out)
+}
+
+/// The note of `--transpose` on one matrix and precision: the plan's transpose product
+/// against the fastest correct cuSPARSE transpose operation on A and the fastest correct
+/// cuSPARSE product on the explicit transpose, each with `t_cusparse / t_auto`.
+fn transpose_note(name: &str, scalar: &str, ms: &[Measurement]) -> String {
+    let fastest = |f: &dyn Fn(&str) -> bool| {
+        ms.iter().filter(|m| m.correct && f(&m.implementation)).min_by(|p, q| p.seconds.total_cmp(&q.seconds))
+    };
+    let auto = fastest(&|i| i == "spgpu-auto");
+    let against = |kind: &str| match (auto, fastest(&|i| i.starts_with("cusparse") && i.contains(kind))) {
+        (Some(a), Some(c)) => {
+            format!("{} {:.1} us, {:.2}x", c.implementation, c.seconds * 1e6, c.seconds / a.seconds)
+        }
+        (_, None) => "not measured".to_string(),
+        (None, Some(c)) => format!("{} {:.1} us", c.implementation, c.seconds * 1e6),
+    };
+    let auto = auto.map_or_else(|| "not measured".to_string(), |a| format!("{:.1} us", a.seconds * 1e6));
+    format!(
+        "{name} ({scalar}): A^T x: spgpu-auto {auto}; against cuSPARSE's transpose operation on A: {}; against \
+         cuSPARSE on the explicit transpose: {}",
+        against("-transpose"),
+        against("-explicit")
+    )
 }
 
 /// Today's date and time in UTC, RFC 3339, from the system clock.
@@ -787,6 +909,7 @@ pub fn run(args: &Options) -> BenchResult<()> {
         cpu: !args.no_cpu,
         threads: rayon::current_num_threads(),
         kernels,
+        transpose: args.transpose,
     };
     let bar = if std::io::stderr().is_terminal() {
         let b = ProgressBar::new(inputs.len() as u64);
@@ -949,6 +1072,32 @@ mod tests {
     }
 
     #[test]
+    fn the_transpose_note_compares_the_plan_with_each_kind_of_cusparse() {
+        use summary::tests::meas;
+        let mut wrong = meas("m", "f64", "cusparse-alg1-transpose", 1.0, 1000);
+        wrong.correct = false;
+        let ms = [
+            meas("m", "f64", "spgpu-auto", 10.0, 1000),
+            meas("m", "f64", "cusparse-alg1-transpose", 30.0, 1000),
+            meas("m", "f64", "cusparse-alg2-transpose", 25.0, 1000),
+            wrong,
+            meas("m", "f64", "cusparse-alg1-explicit", 12.0, 1000),
+        ];
+        let n = transpose_note("m", "f64", &ms);
+        assert_eq!(
+            n,
+            "m (f64): A^T x: spgpu-auto 10.0 us; against cuSPARSE's transpose operation on A: \
+             cusparse-alg2-transpose 25.0 us, 2.50x; against cuSPARSE on the explicit transpose: cusparse-alg1-explicit \
+             12.0 us, 1.20x"
+        );
+        let n = transpose_note("m", "f64", &ms[..1]);
+        assert!(
+            n.ends_with("operation on A: not measured; against cuSPARSE on the explicit transpose: not measured"),
+            "{n}"
+        );
+    }
+
+    #[test]
     fn utc_dates_are_well_formed() {
         let d = utc_now();
         assert_eq!(d.len(), 20, "{d}");
@@ -985,6 +1134,7 @@ mod tests {
             no_cusparse: true,
             no_cpu: true,
             from_csv: None,
+            transpose: false,
         };
         let e = run(&args).unwrap_err().to_string();
         assert!(e.contains("no CUDA device"), "{e}");

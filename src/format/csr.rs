@@ -214,30 +214,98 @@ impl<T: Scalar> CsrMatrix<T> {
             .map(|i| self.get(i, i).unwrap_or(T::ZERO))
             .collect()
     }
-    /// The transpose, in CSR form (a counting sort over columns; O(nnz + ncols)).
+    /// The transpose, in CSR form: a counting sort over columns, O(nnz + ncols), on all
+    /// cores for matrices of more than 65 536 entries.
+    ///
+    /// Each row of the transpose lists its entries in increasing row order of `self`, so its
+    /// columns come out sorted, and the result is the same whatever the number of threads.
+    /// The parallel sort cuts the rows into tasks of about equal entries, counts each task's
+    /// entries per column, and gives each task its own run of every column, into which it
+    /// writes its entries in row order; the counts take 8 bytes per column and task, at most
+    /// 4 bytes per entry.
+    ///
+    /// ```
+    /// use spgpu::CsrMatrix;
+    /// // [1 0 2]      [1 0]
+    /// // [0 3 0]  ->  [0 3]
+    /// //              [2 0]
+    /// let a = CsrMatrix::try_from_parts(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0])?;
+    /// let t = a.transpose();
+    /// assert_eq!((t.nrows(), t.ncols()), (3, 2));
+    /// assert_eq!(t.to_dense(), vec![1.0, 0.0, 0.0, 3.0, 2.0, 0.0]);
+    /// # Ok::<(), spgpu::FormatError>(())
+    /// ```
     pub fn transpose(&self) -> Self {
-        let mut counts = vec![0u64; self.ncols + 1];
-        for &c in &self.col_indices {
-            counts[c as usize + 1] += 1;
+        self.transpose_in(transpose_tasks(self.nnz(), self.ncols, rayon::current_num_threads()))
+    }
+
+    /// [`transpose`](Self::transpose) with the rows cut into `tasks` tasks (1: serial).
+    fn transpose_in(&self, tasks: usize) -> Self {
+        use rayon::prelude::*;
+        let (nrows, ncols, nnz) = (self.nrows, self.ncols, self.nnz());
+        let tasks = tasks.max(1);
+        // task k transposes rows bounds[k]..bounds[k + 1], about nnz / tasks entries
+        let mut bounds: Vec<usize> = (0..=tasks)
+            .map(|k| {
+                let goal = (nnz as u128 * k as u128 / tasks as u128) as u64;
+                self.row_offsets.partition_point(|&o| o < goal).min(nrows)
+            })
+            .collect();
+        bounds[tasks] = nrows;
+        let entries = |k: usize| self.row_offsets[bounds[k]] as usize..self.row_offsets[bounds[k + 1]] as usize;
+        // each task's count of entries per column
+        let mut cursors: Vec<Vec<u64>> = (0..tasks)
+            .into_par_iter()
+            .map(|k| {
+                let mut c = vec![0u64; ncols];
+                for &j in &self.col_indices[entries(k)] {
+                    c[j as usize] += 1;
+                }
+                c
+            })
+            .collect();
+        // the transpose's row offsets: the columns' totals, scanned
+        let mut offsets = vec![0u64; ncols + 1];
+        offsets[1..].par_iter_mut().enumerate().with_min_len(1 << 12).for_each(|(j, o)| {
+            *o = cursors.iter().map(|c| c[j]).sum();
+        });
+        for j in 0..ncols {
+            offsets[j + 1] += offsets[j];
         }
-        for i in 0..self.ncols {
-            counts[i + 1] += counts[i];
+        // task k's run of column j starts after the column's start and the earlier tasks' entries
+        let mut next = offsets[..ncols].to_vec();
+        for c in &mut cursors {
+            c.par_iter_mut().zip(next.par_iter_mut()).with_min_len(1 << 12).for_each(|(c, n)| {
+                let count = *c;
+                *c = *n;
+                *n += count;
+            });
         }
-        let offsets = counts.clone();
-        let mut next = counts;
-        let mut cols = vec![0u32; self.nnz()];
-        let mut vals = vec![T::ZERO; self.nnz()];
-        for i in 0..self.nrows {
-            let (rc, rv) = self.row(i);
-            for (&c, &v) in rc.iter().zip(rv) {
-                let slot = next[c as usize] as usize;
-                cols[slot] = i as u32;
-                vals[slot] = v;
-                next[c as usize] += 1;
+        let mut cols = vec![0u32; nnz];
+        let mut vals = vec![T::ZERO; nnz];
+        let out = Scatter { cols: cols.as_mut_ptr(), vals: vals.as_mut_ptr() };
+        let out = &out;
+        cursors.into_par_iter().enumerate().for_each(|(k, mut next)| {
+            for i in bounds[k]..bounds[k + 1] {
+                let (rc, rv) = self.row(i);
+                for (&c, &v) in rc.iter().zip(rv) {
+                    let slot = next[c as usize] as usize;
+                    next[c as usize] += 1;
+                    // SAFETY: `slot` lies in task k's run of column c, which holds exactly
+                    // the task's entries of that column (counted above), below
+                    // offsets[c + 1] <= nnz, the length of both arrays; the runs of all
+                    // tasks and columns are disjoint, so every slot is written once, by one
+                    // thread, and the arrays are not read until every task is done.
+                    unsafe {
+                        out.cols.add(slot).write(i as u32);
+                        out.vals.add(slot).write(v);
+                    }
+                }
             }
-        }
-        // Rows are visited in increasing order, so each transposed row comes out sorted.
-        CsrMatrix { nrows: self.ncols, ncols: self.nrows, row_offsets: offsets, col_indices: cols, values: vals }
+        });
+        // Rows are visited in increasing order within each task, and the tasks' runs follow
+        // one another in row order, so each transposed row comes out sorted.
+        CsrMatrix { nrows: ncols, ncols: nrows, row_offsets: offsets, col_indices: cols, values: vals }
     }
     /// Whether the sparsity pattern is symmetric (square, and `(j, i)` is stored whenever
     /// `(i, j)` is).
@@ -272,5 +340,87 @@ impl<T: Scalar> CsrMatrix<T> {
             col_indices: self.col_indices.clone(),
             values: self.values.iter().map(|v| U::from_f64(v.to_f64())).collect(),
         }
+    }
+}
+
+/// Matrices with more stored entries than this are transposed on all cores (as the reference
+/// SpMV's `PARALLEL_THRESHOLD`: below it, the tasks' setup costs more than they save).
+const PARALLEL_TRANSPOSE: usize = 1 << 16;
+
+/// How many tasks [`CsrMatrix::transpose`] cuts a matrix of `nnz` entries and `ncols`
+/// columns into on `threads` threads: one below [`PARALLEL_TRANSPOSE`] entries; else one per
+/// thread, but no more than keeps the per-task column counts (8 bytes per column and task)
+/// within 4 bytes per entry.
+fn transpose_tasks(nnz: usize, ncols: usize, threads: usize) -> usize {
+    if nnz <= PARALLEL_TRANSPOSE {
+        1
+    } else {
+        threads.min(nnz / (2 * ncols.max(1))).max(1)
+    }
+}
+
+/// Where the tasks of [`CsrMatrix::transpose`] write the transpose's columns and values.
+struct Scatter<T> {
+    cols: *mut u32,
+    vals: *mut T,
+}
+
+// SAFETY: the pointers are written through by the transpose's tasks only, each slot by one
+// task (see the SAFETY comment there); the values are `Send` (`Scalar`).
+unsafe impl<T: Send> Sync for Scatter<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// A random matrix with empty rows and empty columns (every third column is never drawn).
+    fn random(nrows: usize, ncols: usize, max_len: usize, seed: u64) -> CsrMatrix<f64> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let drawn: Vec<usize> = (0..ncols).filter(|j| j % 3 != 1).collect();
+        let mut offsets = vec![0u64];
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for i in 0..nrows {
+            let len = if i % 5 == 2 { 0 } else { rng.random_range(0..=max_len.min(drawn.len())) };
+            let mut c: Vec<u32> =
+                rand::seq::index::sample(&mut rng, drawn.len(), len).into_iter().map(|k| drawn[k] as u32).collect();
+            c.sort_unstable();
+            for j in c {
+                cols.push(j);
+                vals.push(rng.random_range(-1.0..1.0));
+            }
+            offsets.push(cols.len() as u64);
+        }
+        CsrMatrix::try_from_parts(nrows, ncols, offsets, cols, vals).unwrap()
+    }
+
+    #[test]
+    fn every_task_count_gives_the_same_transpose() {
+        for (nrows, ncols, len, seed) in [(0, 0, 0, 1), (0, 7, 0, 2), (9, 0, 0, 3), (57, 31, 9, 4), (31, 203, 40, 5)] {
+            let a = random(nrows, ncols, len, seed);
+            let want = a.transpose_in(1);
+            // validated: offsets, sorted columns, bounds
+            let (r, c, o, ci, v) = want.clone().into_parts();
+            let checked = CsrMatrix::try_from_parts(r, c, o, ci, v).expect("the transpose is valid CSR");
+            assert_eq!((checked.nrows(), checked.ncols()), (ncols, nrows));
+            for i in 0..nrows {
+                for j in 0..ncols {
+                    assert_eq!(a.get(i, j), want.get(j, i), "({i}, {j}) of a {nrows} x {ncols} matrix");
+                }
+            }
+            for tasks in [2, 3, 7, 64] {
+                assert_eq!(a.transpose_in(tasks), want, "{tasks} tasks, {nrows} x {ncols}");
+            }
+            assert_eq!(want.transpose_in(5), a);
+        }
+    }
+
+    #[test]
+    fn tasks_keep_their_counts_within_four_bytes_per_entry() {
+        assert_eq!(transpose_tasks(1000, 10, 16), 1);
+        assert_eq!(transpose_tasks(PARALLEL_TRANSPOSE + 1, 0, 16), 16);
+        assert_eq!(transpose_tasks(1 << 20, 1 << 20, 16), 1);
+        assert_eq!(transpose_tasks(1 << 20, 1 << 16, 16), 8);
+        assert_eq!(transpose_tasks(1 << 24, 1 << 16, 16), 16);
     }
 }

@@ -63,8 +63,14 @@ pub struct Args {
     pub l2_mib: Option<u64>,
     /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
     /// run (no GPU needed).
-    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels"])]
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["paths", "gens", "suites", "kernels", "transpose"])]
     pub from_csv: Option<PathBuf>,
+    /// Benchmark y = A^T x instead: spgpu's spmv_transpose (the explicit transpose it builds
+    /// and keeps) against cuSPARSE's transpose operation on A (cusparse-<alg>-transpose) and
+    /// cuSPARSE on the explicit transpose (cusparse-<alg>-explicit); forced kernels and the
+    /// CPU run on the explicit transpose.
+    #[arg(long)]
+    pub transpose: bool,
     #[command(flatten)]
     pub gpu: crate::GpuArg,
 }
@@ -89,6 +95,7 @@ impl Args {
             no_cpu: self.no_cpu,
             l2_mib: self.l2_mib,
             from_csv: self.from_csv,
+            transpose: self.transpose,
         }
     }
 }
@@ -169,6 +176,10 @@ mod tests {
         let e = parse(&["--from-csv", "a.csv", "--suite", "large"]).unwrap_err().to_string();
         assert!(e.contains("cannot be used with"), "{e}");
         assert_eq!(parse(&["--from-csv", "a.csv", "--l2-mib", "50"]).unwrap().l2_mib, Some(50));
+        assert!(parse(&["--suite", "large", "--transpose"]).unwrap().transpose);
+        assert!(!parse(&["--suite", "large"]).unwrap().transpose);
+        let e = parse(&["--from-csv", "a.csv", "--transpose"]).unwrap_err().to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 
     #[test]

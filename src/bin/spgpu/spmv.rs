@@ -9,6 +9,12 @@
 //! `beta != 0`, and its fraction of the H200's measured copy bandwidth (4.28 TB/s). Without
 //! a GPU it says so on one line (on standard error) and runs the CPU reference only.
 //! `--json` prints one JSON object instead of the text; `--gpu N` picks the GPU.
+//!
+//! `--transpose` computes `y = alpha*A^T*x + beta*y` instead (x of the matrix's rows, y of
+//! its columns), checked against [`spgpu::reference::spmv_transpose`]: `auto` runs
+//! [`DeviceCsr::spmv_transpose`] after [`DeviceCsr::prepare_transpose`] (whose time is
+//! reported), a forced kernel runs on the explicit transpose uploaded with it; the byte
+//! model is that of the transpose.
 
 use std::time::Instant;
 
@@ -68,6 +74,11 @@ pub struct Args {
     /// Print one JSON object on standard output instead of the text (`docs/cli.md`).
     #[arg(long)]
     pub json: bool,
+    /// Multiply by the transpose: y = alpha*A^T*x + beta*y (x has the matrix's rows, y its
+    /// columns). auto builds and keeps the explicit transpose with its own plan
+    /// (DeviceCsr::spmv_transpose); a forced kernel runs on the explicit transpose.
+    #[arg(long)]
+    pub transpose: bool,
     #[command(flatten)]
     pub gpu: crate::GpuArg,
 }
@@ -87,10 +98,13 @@ pub fn run(args: Args) -> CliResult {
     }
 }
 
-/// The uploaded matrix: CSR, or ELL when that kernel was asked for.
+/// The uploaded matrix: CSR, or ELL when that kernel was asked for, or a CSR matrix whose
+/// transpose product is run.
 enum DeviceMatrix<T: Scalar> {
     Csr(DeviceCsr<T>),
     Ell(DeviceEll<T>),
+    /// `A`, with its transpose built ([`DeviceCsr::prepare_transpose`]): runs `A^T x`.
+    Transposed(DeviceCsr<T>),
 }
 
 impl<T: Scalar> DeviceMatrix<T> {
@@ -98,6 +112,7 @@ impl<T: Scalar> DeviceMatrix<T> {
         match self {
             DeviceMatrix::Csr(m) => m.plan(),
             DeviceMatrix::Ell(m) => m.plan(),
+            DeviceMatrix::Transposed(m) => m.cached_transpose().map_or(m.plan(), DeviceCsr::plan),
         }
     }
 
@@ -105,6 +120,7 @@ impl<T: Scalar> DeviceMatrix<T> {
         match self {
             DeviceMatrix::Csr(m) => m.spmv(alpha, x, beta, y),
             DeviceMatrix::Ell(m) => m.spmv(alpha, x, beta, y),
+            DeviceMatrix::Transposed(m) => m.spmv_transpose(alpha, x, beta, y),
         }
     }
 }
@@ -121,12 +137,13 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let stats = a.row_stats();
     text!(
         json,
-        "matrix {}: {} x {}, {} entries, {} ({load_s:.2} s to load)",
+        "matrix {}: {} x {}, {} entries, {} ({load_s:.2} s to load){}",
         args.matrix,
         a.nrows(),
         a.ncols(),
         a.nnz(),
         T::NAME,
+        if args.transpose { "; y = alpha*A^T*x + beta*y" } else { "" },
     );
     if !json {
         out!("{stats}")?;
@@ -142,19 +159,26 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         "load_s": load_s,
         "alpha": args.alpha,
         "beta": args.beta,
+        "transpose": args.transpose,
     });
     let (alpha, beta) = (T::from_f64(args.alpha), T::from_f64(args.beta));
+    // the lengths of x and y: those of A^T's product with --transpose
+    let (nx, ny) = if args.transpose { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
     // x, y, the reference y and the GPU's y: sized by the dimensions alone (a matrix with
     // few entries can have 2^31 - 1 columns).
-    let vectors = (a.ncols() as u64 + 3 * a.nrows() as u64) * T::BYTES as u64;
-    spgpu::io::check_memory(&format!("the vectors of a {} x {} SpMV", a.nrows(), a.ncols()), vectors)?;
+    let vectors = (nx as u64 + 3 * ny as u64) * T::BYTES as u64;
+    spgpu::io::check_memory(&format!("the vectors of a {} x {} SpMV", ny, nx), vectors)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let x = random_vector::<T>(&mut rng, a.ncols());
+    let x = random_vector::<T>(&mut rng, nx);
     // beta == 0: y must not be read, so it starts as NaN, which would spread if it were.
-    let y0 = if args.beta == 0.0 { vec![T::from_f64(f64::NAN); a.nrows()] } else { random_vector(&mut rng, a.nrows()) };
+    let y0 = if args.beta == 0.0 { vec![T::from_f64(f64::NAN); ny] } else { random_vector(&mut rng, ny) };
     let mut y_ref = y0.clone();
     let t_cpu = Instant::now();
-    reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
+    if args.transpose {
+        reference::spmv_transpose(alpha, &a, &x, beta, &mut y_ref)?;
+    } else {
+        reference::spmv_csr(alpha, &a, &x, beta, &mut y_ref)?;
+    }
     let cpu_s = t_cpu.elapsed().as_secs_f64();
     text!(json, "CPU reference: {:.1} us", cpu_s * 1e6);
     report["cpu_reference_us"] = serde_json::json!(cpu_s * 1e6);
@@ -164,8 +188,14 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
         Err(e) if e.is_no_device() => {
             eprintln!("spgpu spmv: no GPU ({e}); ran the CPU reference only ({:.1} us)", cpu_s * 1e6);
             let mut plans = Vec::new();
+            // with --transpose, the plans of the explicit transpose the product runs
+            let at = args.transpose.then(|| a.transpose());
+            let (m, stats) = match &at {
+                Some(t) => (t, t.row_stats()),
+                None => (&a, stats),
+            };
             for &choice in choices.iter().filter(|&&c| c != KernelChoice::Ell) {
-                let hint = SpmvPlan::column_layout(&a, &stats, choice, &spgpu::gpu::Tuning::from_env());
+                let hint = SpmvPlan::column_layout(m, &stats, choice, &spgpu::gpu::Tuning::from_env());
                 let plan = SpmvPlan::with_columns::<T>(&stats, 32, choice, hint)?;
                 text!(json, "{}", plan.explain());
                 plans.push(serde_json::json!({
@@ -203,8 +233,10 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
     let d_x = DeviceVector::from_slice(ctx, &x)?;
     let mut failures = Vec::new();
     let mut results = Vec::new();
+    // the explicit transpose on the host, for kernels forced on it
+    let at = (args.transpose && choices.iter().any(|&c| c != KernelChoice::Auto)).then(|| a.transpose());
     for &choice in choices {
-        match run_kernel(args, ctx, &a, choice, alpha, beta, &d_x, &y0, &y_ref) {
+        match run_kernel(args, ctx, &a, at.as_ref(), choice, alpha, beta, &d_x, &y0, &y_ref) {
             Ok(r) => results.push(r),
             Err(e) => {
                 text!(json, "{choice}: failed: {e}");
@@ -225,11 +257,14 @@ fn run_typed<T: Scalar>(args: &Args, choices: &[KernelChoice]) -> CliResult {
 }
 
 /// Uploads `a` for one kernel choice, checks one product against `y_ref`, and times it.
+/// With `--transpose`, `auto` runs `a`'s transpose product and a forced kernel runs on `at`,
+/// the explicit transpose.
 #[allow(clippy::too_many_arguments)]
 fn run_kernel<T: Scalar>(
     args: &Args,
     ctx: &'static Context,
     a: &CsrMatrix<T>,
+    at: Option<&CsrMatrix<T>>,
     choice: KernelChoice,
     alpha: T,
     beta: T,
@@ -238,10 +273,23 @@ fn run_kernel<T: Scalar>(
     y_ref: &[T],
 ) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
     let json = args.json;
-    let d_a = if choice == KernelChoice::Ell {
-        DeviceMatrix::Ell(DeviceEll::from_csr(ctx, a)?)
-    } else {
-        DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, a, choice)?)
+    let mut transpose_ms = None;
+    let d_a = match (args.transpose, choice, at) {
+        (true, KernelChoice::Auto, _) => {
+            let d = DeviceCsr::upload(ctx, a)?;
+            let t = Instant::now();
+            d.prepare_transpose()?;
+            ctx.synchronize()?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            text!(json, "transpose: built and uploaded in {ms:.1} ms (kept for every product)");
+            transpose_ms = Some(ms);
+            DeviceMatrix::Transposed(d)
+        }
+        (true, _, Some(at)) => {
+            text!(json, "{choice}: on the explicit transpose ({} x {})", at.nrows(), at.ncols());
+            upload_for(ctx, at, choice)?
+        }
+        _ => upload_for(ctx, a, choice)?,
     };
     let plan = d_a.plan().clone();
     text!(json, "{}", plan.explain());
@@ -270,7 +318,9 @@ fn run_kernel<T: Scalar>(
     }
     per_launch.sort_by(f64::total_cmp);
     let median = per_launch[per_launch.len() / 2];
-    let bytes = spgpu::bytes::csr_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, args.beta != 0.0);
+    // the product's rows and columns: A^T's with --transpose
+    let (rows, cols) = if args.transpose { (a.ncols(), a.nrows()) } else { (a.nrows(), a.ncols()) };
+    let bytes = spgpu::bytes::csr_bytes(rows, cols, a.nnz(), T::BYTES, args.beta != 0.0);
     let gbs = bytes as f64 / median / 1e9;
     let fraction = 100.0 * gbs * 1e9 / COPY_BANDWIDTH;
     text!(
@@ -289,9 +339,10 @@ fn run_kernel<T: Scalar>(
     );
     text!(
         json,
-        "result: {} {} [{choice}] {}: {:.1} us, {gbs:.0} GB/s, {fraction:.0}%",
+        "result: {} {} [{choice}{}] {}: {:.1} us, {gbs:.0} GB/s, {fraction:.0}%",
         args.matrix,
         T::NAME,
+        if args.transpose { ", transpose" } else { "" },
         plan.kernel(),
         median * 1e6
     );
@@ -309,5 +360,19 @@ fn run_kernel<T: Scalar>(
         "bytes": bytes,
         "gbps": gbs,
         "fraction_of_copy": fraction / 100.0,
+        "transpose_build_ms": transpose_ms,
     }))
+}
+
+/// Uploads `a` for one kernel choice: a [`DeviceEll`] for `ell`, else a [`DeviceCsr`].
+fn upload_for<T: Scalar>(
+    ctx: &'static Context,
+    a: &CsrMatrix<T>,
+    choice: KernelChoice,
+) -> Result<DeviceMatrix<T>, Box<dyn std::error::Error>> {
+    Ok(if choice == KernelChoice::Ell {
+        DeviceMatrix::Ell(DeviceEll::from_csr(ctx, a)?)
+    } else {
+        DeviceMatrix::Csr(DeviceCsr::upload_with(ctx, a, choice)?)
+    })
 }

@@ -83,6 +83,12 @@ pub struct DeviceCsr<T: Scalar> {
     instead_of_sell: Option<String>,
     /// The overrides the upload planned with, which `set_kernel` plans with too.
     tuning: Tuning,
+    /// `A^T`, uploaded with a plan of its own the first time a transpose product needs it
+    /// ([`prepare_transpose`](DeviceCsr::prepare_transpose)), then kept. A method that
+    /// changes `A`'s values or pattern must drop it (`self.transposed.take()`).
+    transposed: std::sync::OnceLock<Box<DeviceCsr<T>>>,
+    /// Held while `transposed` is built, so that threads asking for it at once build it once.
+    transposing: std::sync::Mutex<()>,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -669,6 +675,8 @@ impl<T: Scalar> DeviceCsr<T> {
             columns,
             instead_of_sell,
             tuning: *tuning,
+            transposed: std::sync::OnceLock::new(),
+            transposing: std::sync::Mutex::new(()),
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         d.note_x();
@@ -755,6 +763,8 @@ impl<T: Scalar> DeviceCsr<T> {
             columns: None,
             instead_of_sell: None,
             tuning,
+            transposed: std::sync::OnceLock::new(),
+            transposing: std::sync::Mutex::new(()),
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
@@ -816,6 +826,8 @@ impl<T: Scalar> DeviceCsr<T> {
             columns,
             instead_of_sell: None,
             tuning: *tuning,
+            transposed: std::sync::OnceLock::new(),
+            transposing: std::sync::Mutex::new(()),
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
@@ -896,6 +908,182 @@ impl<T: Scalar> DeviceCsr<T> {
                 Err(Error::InvalidArgument(format!("the {k} kernel needs storage this matrix was not uploaded with")))
             }
         }
+    }
+
+    /// `y = alpha*A^T*x + beta*y`: `x` has [`nrows`](DeviceCsr::nrows) entries and `y` has
+    /// [`ncols`](DeviceCsr::ncols). Queued on the context's stream; does not wait for the
+    /// GPU once the transpose is on the device.
+    ///
+    /// The product runs as an ordinary [`spmv`](DeviceCsr::spmv) of the explicit transpose
+    /// `A^T`, which is built the first time it is needed ([`prepare_transpose`]) and kept
+    /// with the matrix: it costs a download of `A`, a parallel counting sort on the host
+    /// ([`CsrMatrix::transpose`]) and an upload with a plan of its own, made by the same
+    /// rules and overrides as `A`'s (the kernel is the plan's choice for `A^T`, not a
+    /// kernel forced on `A`). No floating-point atomics are used: each `y[j]` is summed in
+    /// `f64` in an order fixed by the matrix, so repeated calls give bit-identical results.
+    /// `beta == 0` never reads `y`; `alpha == 0` only scales `y`. [`upload_with_transpose`]
+    /// builds the transpose at upload, from the host matrix.
+    ///
+    /// [`prepare_transpose`]: DeviceCsr::prepare_transpose
+    /// [`upload_with_transpose`]: DeviceCsr::upload_with_transpose
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when `x.len() != nrows` or `y.len() != ncols`, before
+    /// anything is built or launched; the errors of [`prepare_transpose`] when the transpose
+    /// is built here; [`Error::Cuda`] when the launch fails.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr, DeviceVector};
+    /// use spgpu::CsrMatrix;
+    /// let ctx = Context::global()?;
+    /// // a 2 x 3 matrix: A^T is 3 x 2
+    /// let a = CsrMatrix::try_from_parts(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0])?;
+    /// let d_a = DeviceCsr::upload(ctx, &a)?;
+    /// let x = DeviceVector::from_slice(ctx, &[1.0, 10.0])?;
+    /// let mut y = DeviceVector::from_slice(ctx, &[0.0; 3])?;
+    /// d_a.spmv_transpose(1.0, &x, 0.0, &mut y)?; // builds and keeps A^T on first use
+    /// assert_eq!(y.to_vec()?, vec![1.0, 30.0, 2.0]);
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn spmv_transpose(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
+        if x.len() != self.nrows {
+            return Err(Error::DimensionMismatch {
+                op: "spmv_transpose: length of x (the rows of A)",
+                expected: self.nrows,
+                found: x.len(),
+            });
+        }
+        if y.len() != self.ncols {
+            return Err(Error::DimensionMismatch {
+                op: "spmv_transpose: length of y (the columns of A)",
+                expected: self.ncols,
+                found: y.len(),
+            });
+        }
+        self.prepare_transpose()?.spmv(alpha, x, beta, y)
+    }
+
+    /// Builds the explicit transpose that [`spmv_transpose`](DeviceCsr::spmv_transpose)
+    /// runs, if it is not built yet, and returns it; later calls return the same matrix.
+    /// Threads that ask at once wait for one build. Call it before timing the transpose
+    /// product, or ahead of the first product, to keep the build off the critical path.
+    ///
+    /// The build downloads `A` (host memory for one copy of it and one of its transpose),
+    /// transposes it on the host in parallel ([`CsrMatrix::transpose`]) and uploads the
+    /// result with the plan of [`upload_with`](DeviceCsr::upload_with)'s `Auto` and `A`'s
+    /// overrides; its [`preprocessing`](DeviceCsr::preprocessing) includes the download and
+    /// the host transpose. Its device memory is its own
+    /// ([`device_bytes`](DeviceCsr::device_bytes) of the returned matrix), beside `A`'s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsufficientMemory`] when the transpose does not fit in the free device
+    /// memory; [`Error::Cuda`] when the download, an allocation or a copy fails. Nothing is
+    /// kept then, and a later call tries again.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::from_spec::<f64>("uniform:3000:1000:8")?;
+    /// let d_a = DeviceCsr::upload(ctx, &a)?;
+    /// let t = d_a.prepare_transpose()?;
+    /// assert_eq!((t.nrows(), t.ncols()), (1000, 3000));
+    /// println!("A^T: {}", t.plan().explain());
+    /// assert!(std::ptr::eq(t, d_a.prepare_transpose()?)); // built once
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn prepare_transpose(&self) -> Result<&DeviceCsr<T>> {
+        if let Some(t) = self.transposed.get() {
+            return Ok(t);
+        }
+        let _building = self.transposing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // another thread may have built it while this one waited
+        if let Some(t) = self.transposed.get() {
+            return Ok(t);
+        }
+        let t = self.transpose()?;
+        Ok(self.transposed.get_or_init(|| Box::new(t)))
+    }
+
+    /// The explicit transpose, if [`prepare_transpose`](DeviceCsr::prepare_transpose) (or a
+    /// transpose product, or [`upload_with_transpose`](DeviceCsr::upload_with_transpose))
+    /// has built it; `None` otherwise. Builds nothing.
+    pub fn cached_transpose(&self) -> Option<&DeviceCsr<T>> {
+        self.transposed.get().map(|t| &**t)
+    }
+
+    /// A new device matrix holding `A^T`, with a plan of its own, owned by the caller (the
+    /// transpose kept for [`spmv_transpose`](DeviceCsr::spmv_transpose) is neither used nor
+    /// made). Built as [`prepare_transpose`](DeviceCsr::prepare_transpose) builds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`prepare_transpose`](DeviceCsr::prepare_transpose).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::from_spec::<f32>("uniform:500:200:5")?;
+    /// let t = DeviceCsr::upload(ctx, &a)?.transpose()?;
+    /// assert_eq!(t.download()?, a.transpose());
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn transpose(&self) -> Result<DeviceCsr<T>> {
+        let started = Instant::now();
+        let a = self.download()?;
+        self.upload_transpose_of(&a, started)
+    }
+
+    /// Uploads `a` as [`upload_with`](DeviceCsr::upload_with) does, and its transpose with
+    /// it (transposed on the host, from `a`, without a download), kept for
+    /// [`spmv_transpose`](DeviceCsr::spmv_transpose): for a matrix that will multiply both
+    /// ways, with the cost of both uploads paid here. The options' kernel applies to `A`;
+    /// `A^T` gets the plan's `Auto` choice with the same overrides.
+    ///
+    /// # Errors
+    ///
+    /// As [`upload_with`](DeviceCsr::upload_with), for either matrix.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr, DeviceVector, KernelChoice};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::from_spec::<f64>("uniform:4000:1500:10")?;
+    /// let d_a = DeviceCsr::upload_with_transpose(ctx, &a, KernelChoice::Auto)?;
+    /// assert!(d_a.cached_transpose().is_some());
+    /// let r = DeviceVector::from_slice(ctx, &vec![1.0; a.nrows()])?;
+    /// let mut g = DeviceVector::zeros(ctx, a.ncols())?;
+    /// d_a.spmv_transpose(1.0, &r, 0.0, &mut g)?; // g = A^T r, no build on the way
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn upload_with_transpose(
+        ctx: &'static Context,
+        a: &CsrMatrix<T>,
+        opts: impl Into<UploadOptions>,
+    ) -> Result<Self> {
+        let d = Self::upload_with(ctx, a, opts)?;
+        let t = d.upload_transpose_of(a, Instant::now())?;
+        d.transposed.get_or_init(|| Box::new(t));
+        Ok(d)
+    }
+
+    /// Transposes `a` (the host copy of this matrix) and uploads the result with the plan's
+    /// `Auto` and this matrix's overrides; the time since `started` (a download, and the
+    /// transpose) counts as the new matrix's preprocessing.
+    fn upload_transpose_of(&self, a: &CsrMatrix<T>, started: Instant) -> Result<Self> {
+        let at = a.transpose();
+        let before = started.elapsed();
+        let mut t = Self::upload_shifted(self.ctx, &at, KernelChoice::Auto, 0, HotChoice::Auto, &self.tuning)?;
+        t.preprocessing += before;
+        Ok(t)
     }
 
     /// Replaces the plan's kernel. Switching among the CSR kernels (scalar, vector, balanced)
