@@ -834,6 +834,20 @@ __device__ __forceinline__ void widen(unsigned long long n, const unsigned* __re
     }
 }
 
+// dst[i] = src[map[i]] for i < n (grid-stride), and 0 where map[i] is all ones (a padding
+// slot): new values in CSR order (src) moved into the slots of ELL, SELL or column parts
+// (DeviceCsr::update_values). I is the map's type (unsigned, or u64 past 2^32 entries).
+// The map holds each slot's CSR position; writes are coalesced, reads are not.
+template <typename T, typename I>
+__device__ __forceinline__ void gather_values(unsigned long long n, const I* __restrict__ map,
+                                              const T* __restrict__ src, T* __restrict__ dst) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const I j = map[i];
+        dst[i] = j == (I)~(I)0 ? T(0) : src[j];
+    }
+}
+
 // y[i] = value for i < n (a dense vector fill).
 template <typename T>
 __device__ __forceinline__ void fill(unsigned n, T value, T* __restrict__ y) {
@@ -1118,6 +1132,16 @@ __device__ __forceinline__ void sell_from_csr(unsigned nsorted, unsigned nslices
         unsigned nfar) {                                                                                 \
         sell_from_csr<T, FarSlot>(nsorted, nslices, slice_ptr, perm, row_offsets, cols, vals, out_cols,  \
                                   out_vals, FarSlot{far, nfar});                                         \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) update_values_##T(                         \
+        unsigned long long n, const unsigned *__restrict__ map, const T *__restrict__ src,               \
+        T *__restrict__ dst) {                                                                           \
+        gather_values<T, unsigned>(n, map, src, dst);                                                    \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) update_values_##T##_i64(                   \
+        unsigned long long n, const u64 *__restrict__ map, const T *__restrict__ src,                    \
+        T *__restrict__ dst) {                                                                           \
+        gather_values<T, u64>(n, map, src, dst);                                                         \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(SPGPU_BLOCK) fill_vector_##T(unsigned n, T value,        \
                                                                                T *__restrict__ y) {       \

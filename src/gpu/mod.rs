@@ -29,7 +29,8 @@
 //! - `kernels/`: one launcher per kernel and the one function that names them
 //!   ([`kernel_name`]).
 //! - `storage/`: [`DeviceCsr`], [`DeviceEll`], SELL-C-σ ([`sell`]), row blocks, hot columns,
-//!   column parts and narrow columns on the device. An upload asks the plan at each step and
+//!   column parts and narrow columns on the device, and the maps that move new values on
+//!   the same pattern into them ([`values`]). An upload asks the plan at each step and
 //!   carries out its answer; some answers need what only the device can give (the columns'
 //!   counts, the hot-column kernel's shared memory and occupancy), which the upload finds
 //!   and passes to the plan's rule. The upload's decisions after the kernel rule (balanced
@@ -124,7 +125,7 @@ pub use runtime::stream::{Event, Stream};
 pub use runtime::vector::DeviceVector;
 pub use storage::csr::{CsrPtrs, DeviceCsr, DeviceIndices64};
 pub use storage::ell::{DeviceEll, DEVICE_CONVERSION_ENV};
-pub use storage::{balance, hot, narrow, sell, split};
+pub use storage::{balance, hot, narrow, sell, split, values};
 
 // the paths the solver uses
 pub(crate) use runtime::{memory, stream};

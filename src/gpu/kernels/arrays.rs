@@ -128,3 +128,11 @@ pub(crate) struct Balanced {
     pub(crate) prefetch_x: Option<String>,
     pub(crate) bytes: usize,
 }
+
+/// Where each slot of a value array takes its value from: the CSR position of the entry it
+/// holds, all ones for a padding slot (made by [`crate::gpu::storage::values`]). `u32` while
+/// every position fits below `u32::MAX`, `u64` past it.
+pub(crate) enum ValueMap {
+    Narrow(DeviceMemory<u32>),
+    Wide(DeviceMemory<u64>),
+}

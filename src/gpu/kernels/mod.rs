@@ -89,6 +89,11 @@ pub enum GpuKernel {
     /// Plain column indices to hot-column storage (module [`ModuleId::Spmv`], one kernel for
     /// both element types, named `flag_hot_columns`).
     FlagHot,
+    /// `dst[i] = src[map[i]]`, 0 where `map[i]` is all ones (`update_values_<T>`, with a
+    /// variant for a 64-bit map; module [`ModuleId::Spmv`]): new values in CSR order moved
+    /// into the slots of ELL, SELL or column parts
+    /// ([`DeviceCsr::update_values`](crate::gpu::DeviceCsr::update_values)).
+    UpdateValues,
 }
 
 impl GpuKernel {
@@ -111,7 +116,8 @@ impl GpuKernel {
             | GpuKernel::Gather
             | GpuKernel::UnflagHot
             | GpuKernel::CountColumns
-            | GpuKernel::FlagHot => ModuleId::Spmv,
+            | GpuKernel::FlagHot
+            | GpuKernel::UpdateValues => ModuleId::Spmv,
         }
     }
 
@@ -140,6 +146,7 @@ impl GpuKernel {
             GpuKernel::SellFromCsr { narrow: false },
             GpuKernel::SellFromCsr { narrow: true },
             GpuKernel::SellFarFromCsr,
+            GpuKernel::UpdateValues,
         ];
         all.extend(
             crate::gpu::plan::balance::RowShape::ALL
@@ -215,6 +222,7 @@ pub fn kernel_name(kernel: GpuKernel, scalar: &str) -> String {
         GpuKernel::UnflagHot => "unflag_hot_columns".to_string(),
         GpuKernel::CountColumns => "count_columns".to_string(),
         GpuKernel::FlagHot => "flag_hot_columns".to_string(),
+        GpuKernel::UpdateValues => format!("update_values_{scalar}"),
     }
 }
 
@@ -302,6 +310,7 @@ pub fn all_kernel_names() -> Vec<(ModuleId, String)> {
                     | GpuKernel::BalancedHotPrefetch
                     | GpuKernel::Narrow(_)
                     | GpuKernel::SellFar
+                    | GpuKernel::UpdateValues
             ) {
                 names.push((kernel.module(), kernel_name(kernel, scalar) + "_i64"));
             }
@@ -350,6 +359,7 @@ mod tests {
                 + 2 * 12
                 + 2 * 2
                 + 2 * 2 * 3
+                + 2 * 2
                 + amg::all_kernel_names().len()
         );
         assert!(unique.contains("spmv_csr_balanced_px_f32") && unique.contains("spmv_csr_balanced512_px_f64_i64"));
@@ -364,6 +374,7 @@ mod tests {
         assert!(unique.contains("spmv_csr_hot_f32_i64") && unique.contains("unflag_hot_columns"));
         assert!(unique.contains("count_columns") && unique.contains("flag_hot_columns"));
         assert!(unique.contains("spmv_csr_vector_tpr32_f64"));
+        assert!(unique.contains("update_values_f32") && unique.contains("update_values_f64_i64"));
         // the heuristic can only produce kernels from the list
         for mean in [0.0, 1.0, 3.0, 5.0, 27.0, 1e6] {
             let tpr = SpmvPlan::design_threads_per_row(mean, 32);

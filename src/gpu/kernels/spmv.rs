@@ -2,7 +2,7 @@
 
 use cust::launch;
 
-use super::arrays::{Balanced, CsrArrays, CsrOnDevice, DeviceHot, DeviceSell, EllArrays, SlotCols};
+use super::arrays::{Balanced, CsrArrays, CsrOnDevice, DeviceHot, DeviceSell, EllArrays, SlotCols, ValueMap};
 use super::{
     balanced_kernel_name, blocks, hot_kernel_name, index, kernel_name, slot_kernel_name, spmv_kernel_name, GpuKernel,
     BLOCK, HOT_THREADS,
@@ -544,6 +544,42 @@ pub(crate) unsafe fn widen(ctx: &Context, src: u64, dst: u64, n: usize) -> Resul
     // SAFETY: widen_u32_u64(unsigned long long n, const unsigned* in, unsigned long long*
     // out); the caller guarantees both arrays hold n elements.
     unsafe { grid_stride(ctx, GpuKernel::WidenIndices, n, src, dst) }
+}
+
+/// `update_values_<T>` (`_i64` for a 64-bit map): `dst[i] = src[map[i]]` for every slot `i`
+/// of `dst`, 0 where `map[i]` is all ones, on the context's stream.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when `map` and `dst` differ in length; [`Error::Cuda`] when the
+/// launch fails.
+///
+/// # Safety
+///
+/// Every entry of `map` that is not all ones is below `src.len()`.
+pub(crate) unsafe fn update_values<T: Scalar>(
+    ctx: &Context,
+    map: &ValueMap,
+    src: &DeviceMemory<T>,
+    dst: &mut DeviceMemory<T>,
+) -> Result<()> {
+    let (n, mp, wide) = match map {
+        ValueMap::Narrow(m) => (m.len(), m.as_device_ptr().as_raw(), false),
+        ValueMap::Wide(m) => (m.len(), m.as_device_ptr().as_raw(), true),
+    };
+    check_len("update_values: slots", n, dst.len())?;
+    let name = kernel_name(GpuKernel::UpdateValues, T::NAME) + if wide { "_i64" } else { "" };
+    ctx.make_current()?;
+    let function = ctx.function(ModuleId::Spmv, &name)?;
+    let grid = blocks(n, BLOCK).unwrap_or(u32::MAX).min(65_535);
+    let stream = ctx.stream();
+    let (sp, dp, n) = (src.as_device_ptr(), dst.as_device_ptr(), n as u64);
+    // SAFETY: update_values_<T>[_i64](unsigned long long n, const unsigned* or const u64*
+    // map, const T* src, T* dst), grid-stride over 0..n: map and dst hold n elements
+    // (checked), each map entry is all ones or below src.len() (the caller's contract);
+    // src is only read, dst is another allocation, borrowed mutably.
+    unsafe { launch!(function<<<grid, BLOCK, 0, stream>>>(n, mp, sp, dp)) }
+        .map_err(|e| Error::cuda(format!("launching {name}"), e))
 }
 
 /// Launches a grid-stride kernel that has one name for both element types and takes

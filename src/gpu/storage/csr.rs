@@ -30,6 +30,7 @@ use crate::gpu::storage::hot::{counts_for, plan_hot, DeviceHot, HotChoice, HotCo
 use crate::gpu::storage::narrow::{self, SlotCols};
 use crate::gpu::storage::sell::{decode_narrow, SellLayout, SellMatrix};
 use crate::gpu::storage::split;
+use crate::gpu::storage::values::{self, PatternPrint, ValueMap};
 use crate::{CsrMatrix, Error, Result, RowStats, Scalar, ELL_PADDING};
 
 /// A CSR matrix in device memory, with the [`SpmvPlan`] that runs it.
@@ -89,6 +90,14 @@ pub struct DeviceCsr<T: Scalar> {
     transposed: std::sync::OnceLock<Box<DeviceCsr<T>>>,
     /// Held while `transposed` is built, so that threads asking for it at once build it once.
     transposing: std::sync::Mutex<()>,
+    /// For SELL and column parts, the gather map of each value array (SELL: the slots, then
+    /// the long rows' entries; parts: each part's values), made by the first
+    /// [`update_values`](DeviceCsr::update_values) ([`crate::gpu::storage::values`]); `None`
+    /// for an empty array.
+    value_maps: Option<Vec<Option<ValueMap>>>,
+    /// The uploaded pattern as [`update_from`](DeviceCsr::update_from) compares it, made
+    /// by its first call.
+    pattern: Option<PatternPrint>,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -677,6 +686,8 @@ impl<T: Scalar> DeviceCsr<T> {
             tuning: *tuning,
             transposed: std::sync::OnceLock::new(),
             transposing: std::sync::Mutex::new(()),
+            value_maps: None,
+            pattern: None,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         d.note_x();
@@ -765,6 +776,8 @@ impl<T: Scalar> DeviceCsr<T> {
             tuning,
             transposed: std::sync::OnceLock::new(),
             transposing: std::sync::Mutex::new(()),
+            value_maps: None,
+            pattern: None,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
@@ -828,6 +841,8 @@ impl<T: Scalar> DeviceCsr<T> {
             tuning: *tuning,
             transposed: std::sync::OnceLock::new(),
             transposing: std::sync::Mutex::new(()),
+            value_maps: None,
+            pattern: None,
         };
         d.plan.set_memory(d.device_bytes(), d.csr_bytes());
         Ok(d)
@@ -1086,6 +1101,212 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(t)
     }
 
+    /// Replaces the values of `A` with `values`, given in the CSR order of the matrix that
+    /// was uploaded (row by row, each row's entries by column, as
+    /// [`CsrMatrix::values`] holds them), and keeps everything else: the plan, the storage,
+    /// every index array, row blocks and hot columns. Products then give the bits they
+    /// would give after a fresh upload of the same matrix with these values under the same
+    /// plan. Non-finite values are stored as they are, as an upload stores them. For a
+    /// matrix whose values change while its pattern stays (Newton steps, time stepping).
+    ///
+    /// CSR storage (with or without row blocks, hot columns or 16-bit column offsets) keeps
+    /// the values in CSR order: they are copied over the old ones. ELL, SELL and column
+    /// parts store them elsewhere: the values are copied to the device once and moved into
+    /// their slots there by a gather (`update_values_<T>`), through a map of each slot's
+    /// CSR position that the first call makes
+    /// ([`prepare_value_updates`](DeviceCsr::prepare_value_updates)) and keeps on the device
+    /// (4 bytes per slot, counted in [`device_bytes`](DeviceCsr::device_bytes)).
+    ///
+    /// The transpose kept for [`spmv_transpose`](DeviceCsr::spmv_transpose) is dropped (the
+    /// next transpose product builds it again from the new values). The copy is complete
+    /// when this returns, so `values` may be reused at once; the gather is queued on the
+    /// context's stream before any later product.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when `values.len() != nnz`, before anything is copied
+    /// or dropped; [`Error::Cuda`] when a copy or the launch fails (the values are then
+    /// partly replaced: update again, or upload again).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr, DeviceVector};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::laplacian_2d::<f64>(200);
+    /// let mut d_a = DeviceCsr::upload(ctx, &a)?;
+    /// let x = DeviceVector::from_slice(ctx, &vec![1.0; a.ncols()])?;
+    /// let mut y = DeviceVector::zeros(ctx, a.nrows())?;
+    /// for step in 1..=3 {
+    ///     // the same pattern, new values: no new plan, no new layout
+    ///     let values: Vec<f64> = a.values().iter().map(|v| v * step as f64).collect();
+    ///     d_a.update_values(&values)?;
+    ///     d_a.spmv(1.0, &x, 0.0, &mut y)?;
+    /// }
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn update_values(&mut self, values: &[T]) -> Result<()> {
+        if values.len() != self.nnz {
+            return Err(Error::DimensionMismatch {
+                op: "DeviceCsr::update_values: length of values (the entries of A)",
+                expected: self.nnz,
+                found: values.len(),
+            });
+        }
+        // A^T holds the old values
+        self.transposed.take();
+        if self.nnz == 0 {
+            return Ok(());
+        }
+        self.ctx.make_current()?;
+        match &mut self.storage {
+            Storage::Csr { values: Some(v), .. } | Storage::Csr16 { values: Some(v), .. } => {
+                v.copy_from_host(values, "new CSR values")
+            }
+            Storage::Ell(e) => e.update_values(values),
+            _ => {
+                self.prepare_value_updates()?;
+                let src = DeviceMemory::from_slice(self.ctx, values, "new values (CSR order)")?;
+                self.gather_values(&src)
+            }
+        }
+    }
+
+    /// [`update_values`](DeviceCsr::update_values) with the values of `a`, after checking
+    /// that `a` has the pattern of the uploaded matrix: the same shape and entry count, and
+    /// in every row the same columns.
+    ///
+    /// The first call reads the matrix back from the device (as
+    /// [`download`](DeviceCsr::download) does) and keeps its row offsets and a 64-bit hash
+    /// of each row's columns on the host (16 bytes per row); each call then compares `a`'s
+    /// rows with them in parallel, on the host. A change of columns within a row goes
+    /// unnoticed only where the two hashes collide (about one chance in 2^64 per row that
+    /// differs). [`update_values`](DeviceCsr::update_values) checks nothing but the length.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when `a`'s rows, columns or entries differ in number;
+    /// [`Error::InvalidArgument`] naming the first row whose entries differ. Nothing is
+    /// copied or dropped then. [`Error::Cuda`] as for `update_values`, or when the first
+    /// call's download fails.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceCsr};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::from_spec::<f64>("uniform:3000:3000:9")?;
+    /// let mut d_a = DeviceCsr::upload(ctx, &a)?;
+    /// let b = spgpu::gen::from_spec::<f64>("uniform:3000:3000:9:7")?; // another pattern
+    /// assert!(d_a.update_from(&b).is_err());
+    /// d_a.update_from(&a)?; // the same pattern
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn update_from(&mut self, a: &CsrMatrix<T>) -> Result<()> {
+        for (op, expected, found) in [
+            ("DeviceCsr::update_from: rows of the new matrix", self.nrows, a.nrows()),
+            ("DeviceCsr::update_from: columns of the new matrix", self.ncols, a.ncols()),
+            ("DeviceCsr::update_from: entries of the new matrix", self.nnz, a.nnz()),
+        ] {
+            if expected != found {
+                return Err(Error::DimensionMismatch { op, expected, found });
+            }
+        }
+        if self.pattern.is_none() {
+            self.pattern = Some(PatternPrint::of(&self.download()?));
+        }
+        if let Some(row) = self.pattern.as_ref().and_then(|p| p.first_difference(a)) {
+            let (lo, hi) = (a.row_offsets()[row], a.row_offsets()[row + 1]);
+            return Err(Error::InvalidArgument(format!(
+                "update_from: row {row} of the new matrix ({} entries) has other columns than the uploaded one; \
+                 values can be replaced only on the same pattern: upload the new matrix instead",
+                hi - lo
+            )));
+        }
+        self.update_values(a.values())
+    }
+
+    /// Makes the maps that [`update_values`](DeviceCsr::update_values) gathers through (ELL,
+    /// SELL and column parts; nothing for CSR storage), if they are not made yet: the
+    /// pattern is read back from the device (for SELL, its layout too), the maps are made
+    /// on the host and uploaded, about the cost of one download and one upload of the
+    /// matrix. The first update makes them otherwise: call this before timing updates.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when a copy fails.
+    pub fn prepare_value_updates(&mut self) -> Result<()> {
+        if self.value_maps.is_some() || self.nnz == 0 {
+            return Ok(());
+        }
+        let maps = match &mut self.storage {
+            Storage::Csr { .. } | Storage::Csr16 { .. } => return Ok(()),
+            Storage::Ell(e) => return e.prepare_value_updates(),
+            Storage::Sell(sl) => {
+                let sl = &**sl;
+                self.ctx.synchronize()?;
+                let base = self.entry_base;
+                let off = sl.download(base)?.row_offsets().to_vec();
+                let slice_ptr = sl.slice_ptr.download(sl.nslices + 1, base, "SELL slice offsets")?;
+                let perm = download(sl.perm.as_ref(), sl.nsorted, "SELL row order")?;
+                let chunk_entry = sl.chunk_entry.download(sl.nchunks + 1, base, "SELL chunk offsets")?;
+                let flat = download(sl.long_rows.as_ref(), 3 * sl.nlong, "SELL long rows")?;
+                let long_rows: Vec<[u32; 3]> = flat.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
+                let short = values::sell_map(&off, &slice_ptr, &perm);
+                let long = values::long_rows_map(&off, &long_rows, &chunk_entry, sl.nlong_entries);
+                vec![
+                    ValueMap::upload(self.ctx, &short, "SELL value map")?,
+                    ValueMap::upload(self.ctx, &long, "SELL long-row value map")?,
+                ]
+            }
+            Storage::Parts(parts) => {
+                let n = parts.len();
+                let a = self.download()?;
+                (0..n)
+                    .map(|k| ValueMap::upload(self.ctx, &values::part_map(&a, n, k), "column part value map"))
+                    .collect::<Result<Vec<_>>>()?
+            }
+        };
+        self.value_maps = Some(maps);
+        Ok(())
+    }
+
+    /// Gathers the values in CSR order in `src` (`nnz` of them) into SELL's or the column
+    /// parts' value arrays through the maps
+    /// ([`prepare_value_updates`](DeviceCsr::prepare_value_updates) made them).
+    fn gather_values(&mut self, src: &DeviceMemory<T>) -> Result<()> {
+        crate::gpu::runtime::vector::check_len("update_values: values", self.nnz, src.len())?;
+        let maps = self.value_maps.as_deref().unwrap_or_default();
+        let targets: Vec<Option<&mut DeviceMemory<T>>> = match &mut self.storage {
+            Storage::Sell(sl) => vec![sl.vals.as_mut(), sl.long_vals.as_mut()],
+            Storage::Parts(parts) => parts
+                .iter_mut()
+                .map(|p| {
+                    let stored = p.storage_name();
+                    match &mut p.storage {
+                        Storage::Csr { values, .. } => Ok(values.as_mut()),
+                        _ => Err(Error::InvalidArgument(format!(
+                            "update_values: a column part is stored as {stored}, not CSR"
+                        ))),
+                    }
+                })
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        if targets.len() != maps.len() {
+            return Err(Error::InvalidArgument("update_values: the value maps do not match the storage".into()));
+        }
+        for (map, dst) in maps.iter().zip(targets) {
+            if let (Some(map), Some(dst)) = (map, dst) {
+                // SAFETY: each map gives each element of its array the CSR position of its
+                // entry in this matrix, below nnz == src.len() (checked), or all ones for a
+                // padding slot.
+                unsafe { kernels::spmv::update_values(self.ctx, map, src, dst)? };
+            }
+        }
+        Ok(())
+    }
+
     /// Replaces the plan's kernel. Switching among the CSR kernels (scalar, vector, balanced)
     /// keeps the uploaded arrays (the balanced kernel's row blocks are made from the row
     /// offsets, read back from the device; columns the vector kernel stored as 16-bit
@@ -1268,10 +1489,15 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// Device memory the matrix holds, in bytes: the CSR arrays (or, when the plan chose
-    /// ELLPACK, the ELL arrays instead) and the balanced kernel's row blocks when it has them.
+    /// ELLPACK, the ELL arrays instead) and the balanced kernel's row blocks when it has them,
+    /// and after a first [`update_values`](DeviceCsr::update_values) of ELL, SELL or column
+    /// parts, the maps it gathers through.
     pub fn device_bytes(&self) -> usize {
-        match &self.storage {
-            Storage::Ell(e) => e.width() * e.nrows() * (SlotCols::slot_bytes(e.narrow_columns()) + T::BYTES),
+        let maps = self.value_maps.iter().flatten().flatten().map(ValueMap::bytes).sum::<usize>();
+        maps + match &self.storage {
+            Storage::Ell(e) => {
+                e.width() * e.nrows() * (SlotCols::slot_bytes(e.narrow_columns()) + T::BYTES) + e.value_map_bytes()
+            }
             Storage::Sell(sl) => sl.bytes,
             Storage::Csr16 { row_offsets, .. } => {
                 (self.nrows + 1) * if row_offsets.is_wide() { 8 } else { 4 } + self.nnz * (2 + T::BYTES)

@@ -15,7 +15,8 @@ use crate::gpu::runtime::memory::DeviceMemory;
 use crate::gpu::runtime::positions::PIECE;
 use crate::gpu::runtime::vector::DeviceVector;
 use crate::gpu::runtime::vector::{download, ptr_of, upload};
-use crate::{CsrMatrix, EllMatrix, FormatError, Result, RowStats, Scalar, ELL_PADDING};
+use crate::gpu::storage::values::{self, ValueMap};
+use crate::{CsrMatrix, EllMatrix, Error, FormatError, Result, RowStats, Scalar, ELL_PADDING};
 
 /// An ELLPACK matrix in device memory: `width * nrows` slots stored column-major (slot `k`
 /// of row `i` at `k * nrows + i`), padding slots holding column [`ELL_PADDING`] and value
@@ -50,6 +51,9 @@ pub struct DeviceEll<T: Scalar> {
     values: Option<DeviceMemory<T>>,
     stats: RowStats,
     plan: SpmvPlan,
+    /// Where each slot takes its value from in CSR order, made by the first
+    /// [`update_values`](DeviceEll::update_values) ([`crate::gpu::storage::values`]).
+    value_map: Option<ValueMap>,
 }
 
 pub use crate::gpu::plan::tuning::DEVICE_CONVERSION_ENV;
@@ -160,6 +164,7 @@ impl<T: Scalar> DeviceEll<T> {
             values,
             stats,
             plan,
+            value_map: None,
         })
     }
 
@@ -228,6 +233,7 @@ impl<T: Scalar> DeviceEll<T> {
                     values: Some(vals),
                     stats: stats.clone(),
                     plan,
+                    value_map: None,
                 });
             }
             let mut buf = Vec::new();
@@ -270,6 +276,7 @@ impl<T: Scalar> DeviceEll<T> {
             values,
             stats: stats.clone(),
             plan,
+            value_map: None,
         })
     }
 
@@ -304,7 +311,18 @@ impl<T: Scalar> DeviceEll<T> {
             kernels::spmv::ell_from_csr(ctx, nrows, width, offsets, cols, vals, &mut c, &mut v)?;
             (slot_cols, values) = (Some(c), Some(v));
         }
-        Ok(DeviceEll { ctx, nrows, ncols, nnz: stats.nnz, width, cols: slot_cols, values, stats: stats.clone(), plan })
+        Ok(DeviceEll {
+            ctx,
+            nrows,
+            ncols,
+            nnz: stats.nnz,
+            width,
+            cols: slot_cols,
+            values,
+            stats: stats.clone(),
+            plan,
+            value_map: None,
+        })
     }
 
     /// Fills the slots on the device when [`Tuning::device_conversion`] allows it and the CSR
@@ -342,6 +360,96 @@ impl<T: Scalar> DeviceEll<T> {
     /// launched then. [`Error::Cuda`](crate::Error::Cuda) when the launch fails.
     pub fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
         kernels::spmv::ell(self.ctx, self, alpha, x, beta, y)
+    }
+
+    /// Replaces the values with `values`, given in the CSR order of the matrix that was
+    /// uploaded (row by row, each row's entries by column), keeping the slots' columns:
+    /// the slots then hold the bits an upload of the same matrix with these values would
+    /// store. Non-finite values are stored as they are, as an upload stores them.
+    ///
+    /// The values are copied to the device once and moved into their slots there by a
+    /// gather (`update_values_<T>`) through a map of each slot's CSR position, which the
+    /// first call makes ([`prepare_value_updates`](DeviceEll::prepare_value_updates)) and
+    /// keeps on the device (4 bytes per slot). Queued on the context's stream like a
+    /// product; the copy is complete when this returns, so `values` may be reused at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when `values.len() != nnz`, before anything is copied;
+    /// [`Error::Cuda`] when a copy or the launch fails.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use spgpu::gpu::{Context, DeviceEll};
+    /// let ctx = Context::global()?;
+    /// let a = spgpu::gen::laplacian_2d::<f64>(100);
+    /// let mut d_a = DeviceEll::from_csr(ctx, &a)?;
+    /// let doubled: Vec<f64> = a.values().iter().map(|v| 2.0 * v).collect();
+    /// d_a.update_values(&doubled)?;
+    /// assert_eq!(d_a.download()?.to_csr().values(), &doubled[..]);
+    /// # Ok::<(), spgpu::Error>(())
+    /// ```
+    pub fn update_values(&mut self, values: &[T]) -> Result<()> {
+        if values.len() != self.nnz {
+            return Err(Error::DimensionMismatch {
+                op: "DeviceEll::update_values: length of values (the entries of A)",
+                expected: self.nnz,
+                found: values.len(),
+            });
+        }
+        if self.nnz == 0 {
+            return Ok(());
+        }
+        self.prepare_value_updates()?;
+        let src = DeviceMemory::from_slice(self.ctx, values, "new ELL values (CSR order)")?;
+        self.gather_values(&src)
+    }
+
+    /// Makes the map that [`update_values`](DeviceEll::update_values) gathers through, if
+    /// it is not made yet: the slots' columns are read back to find the rows' lengths, and
+    /// the map is made on the host and uploaded. Call it before timing updates.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cuda`] when a copy fails.
+    pub fn prepare_value_updates(&mut self) -> Result<()> {
+        if self.value_map.is_some() {
+            return Ok(());
+        }
+        let Some(cols) = &self.cols else { return Ok(()) };
+        let (nrows, width) = (self.nrows, self.width);
+        let slots = width * nrows;
+        let offsets = match cols {
+            SlotCols::Wide(c) => {
+                let raw = download(Some(c), slots, "ELL column indices")?;
+                values::ell_row_offsets(&raw, nrows, width, ELL_PADDING)
+            }
+            SlotCols::Narrow(c) => {
+                let raw = download(Some(c), slots, "ELL column offsets")?;
+                values::ell_row_offsets(&raw, nrows, width, crate::gpu::storage::narrow::NARROW_PADDING)
+            }
+        };
+        self.value_map = ValueMap::upload(self.ctx, &values::ell_map(&offsets, width), "ELL value map")?;
+        Ok(())
+    }
+
+    /// Gathers the values in CSR order in `src` (`nnz` of them) into the slots through the
+    /// map ([`prepare_value_updates`](DeviceEll::prepare_value_updates) made it).
+    pub(crate) fn gather_values(&mut self, src: &DeviceMemory<T>) -> Result<()> {
+        crate::gpu::runtime::vector::check_len("ELL update: values", self.nnz, src.len())?;
+        if let (Some(map), Some(dst)) = (&self.value_map, self.values.as_mut()) {
+            // SAFETY: the map gives each slot a CSR position of this matrix, below nnz ==
+            // src.len() (checked), or all ones for a padding slot.
+            unsafe { kernels::spmv::update_values(self.ctx, map, src, dst)? };
+        }
+        Ok(())
+    }
+
+    /// Device bytes of the map of [`update_values`](DeviceEll::update_values), 0 before the
+    /// first update.
+    pub(crate) fn value_map_bytes(&self) -> usize {
+        self.value_map.as_ref().map_or(0, ValueMap::bytes)
     }
 
     /// The plan (always the ELL kernel), with the row statistics it saw.
