@@ -97,7 +97,7 @@ pub struct DeviceCsr<T: Scalar> {
     value_maps: Option<Vec<Option<ValueMap>>>,
     /// The uploaded pattern as [`update_from`](DeviceCsr::update_from) compares it, made
     /// by its first call.
-    pattern: Option<PatternPrint>,
+    pattern: Option<Box<PatternPrint>>,
 }
 
 /// What a [`DeviceCsr`] keeps on the device: the CSR arrays (with the row blocks of the
@@ -1213,7 +1213,7 @@ impl<T: Scalar> DeviceCsr<T> {
             }
         }
         if self.pattern.is_none() {
-            self.pattern = Some(PatternPrint::of(&self.download()?));
+            self.pattern = Some(Box::new(PatternPrint::of(&self.download()?)));
         }
         if let Some(row) = self.pattern.as_ref().and_then(|p| p.first_difference(a)) {
             let (lo, hi) = (a.row_offsets()[row], a.row_offsets()[row + 1]);
