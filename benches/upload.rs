@@ -1,4 +1,5 @@
-//! Host-to-device upload: `upload/<what>/<scalar>/<matrix>`.
+//! Host-to-device upload: `upload/<what>/<scalar>/<matrix>`, and new values on the same
+//! pattern: `update/<kernel>/<scalar>/<matrix>` against `update/copy/<scalar>/<matrix>`.
 //!
 //! Times `DeviceCsr::upload_with` (allocation, the copies from pageable host memory, the
 //! row statistics the plan needs and the kernel's preprocessing) for the plan (`auto`) and
@@ -7,7 +8,12 @@
 //! host clock after the context's stream is synchronized. A kernel whose upload fails is left
 //! out with a message; each upload's preprocessing time and device memory are printed once.
 //! Throughput is the bytes of the CSR arrays, `nnz * (4 + s) + (nrows + 1) * 4`, for every
-//! matrix upload (so the figures compare), `nrows * s` for the vector. Without a GPU the
+//! matrix upload (so the figures compare), `nrows * s` for the vector.
+//!
+//! `update/<kernel>` times `DeviceCsr::update_values` on a matrix uploaded for that kernel
+//! (its maps made before, outside the timing), `update/copy` `DeviceVector::from_slice` of
+//! the same `nnz` values: the plain copy the update is measured against (the goal is at most
+//! 1.5 times its time). Throughput is `nnz * s` for both. Without a GPU the
 //! benchmark prints why and measures nothing (it fails instead when `SPGPU_REQUIRE_GPU=1`).
 
 use criterion::{Criterion, Throughput};
@@ -63,6 +69,47 @@ fn bench_precision<T: Scalar>(c: &mut Criterion, ctx: &'static Context, name: &s
             }
             total
         })
+    });
+    group.finish();
+    bench_updates(c, ctx, name, &a);
+}
+
+/// `iters` calls of `f`, timed to the end of the work they queue.
+fn timed(ctx: &Context, b: &mut criterion::Bencher<'_>, f: &mut dyn FnMut()) {
+    b.iter_custom(|iters| {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        ctx.synchronize().expect("synchronizing");
+        t.elapsed()
+    })
+}
+
+/// `update/<kernel>/<scalar>/<matrix>` and `update/copy/<scalar>/<matrix>` (module docs).
+fn bench_updates<T: Scalar>(c: &mut Criterion, ctx: &'static Context, name: &str, a: &CsrMatrix<T>) {
+    let values: Vec<T> = a.values().iter().map(|&v| v + v).collect();
+    let mut group = c.benchmark_group("update");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Bytes((a.nnz() * T::BYTES) as u64));
+    for choice in [KernelChoice::Auto, KernelChoice::Balanced, KernelChoice::Ell, KernelChoice::Sell] {
+        let id = format!("{choice}/{}/{name}", T::NAME);
+        let mut d = match DeviceCsr::upload_with(ctx, a, choice).and_then(|mut d| {
+            d.prepare_value_updates()?;
+            Ok(d)
+        }) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("upload bench: update/{id} left out: {e}");
+                continue;
+            }
+        };
+        println!("upload bench: update/{id}: {}", d.storage_name());
+        group.bench_function(id, |b| timed(ctx, b, &mut || d.update_values(&values).expect("updating the values")));
+    }
+    let id = format!("copy/{}/{name}", T::NAME);
+    group.bench_function(id, |b| {
+        timed(ctx, b, &mut || drop(black_box(DeviceVector::from_slice(ctx, &values).expect("copying"))))
     });
     group.finish();
 }
