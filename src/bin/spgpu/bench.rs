@@ -43,13 +43,13 @@ pub struct Args {
     pub markdown: Option<PathBuf>,
     /// Repetitions per timing (each about 2 ms of back-to-back launches, or one launch of a
     /// slower kernel); the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 5, value_parser = crate::whole_in(1u32, 1000))]
     pub reps: u32,
     /// Also time CUDA-graph replays for matrices with fewer entries than this.
     #[arg(long, default_value_t = 1_000_000, value_name = "NNZ", value_parser = crate::whole::<usize>)]
     pub graph_below: usize,
     /// Size in MiB of each buffer of the copy-bandwidth measurement (two are allocated).
-    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    #[arg(long, default_value_t = 2048, value_parser = crate::whole_in(1u64, 65536))]
     pub copy_mib: u64,
     /// Skip cuSPARSE.
     #[arg(long)]
@@ -59,7 +59,7 @@ pub struct Args {
     pub no_cpu: bool,
     /// The L2 size in MiB that separates memory-bound from latency-bound matrices, instead
     /// of the device's (or, with --from-csv, the CSV's; needed for a CSV without l2_bytes).
-    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "MIB", value_parser = crate::whole_in(1u64, 1_000_000))]
     pub l2_mib: Option<u64>,
     /// Run nothing: rebuild the summary, Markdown, JSON and plot from the CSV of an earlier
     /// run (no GPU needed).
@@ -176,6 +176,11 @@ mod tests {
         let e = parse(&["--from-csv", "a.csv", "--suite", "large"]).unwrap_err().to_string();
         assert!(e.contains("cannot be used with"), "{e}");
         assert_eq!(parse(&["--from-csv", "a.csv", "--l2-mib", "50"]).unwrap().l2_mib, Some(50));
+        for (flag, value) in [("--copy-mib", "-1"), ("--l2-mib", "0"), ("--reps", "1001"), ("--copy-mib", "x")] {
+            let e = parse(&["--suite", "large", flag, value]).unwrap_err().to_string();
+            assert!(e.contains("expected a whole number from 1 to"), "{flag} {value}: {e}");
+        }
+        assert_eq!(parse(&["--suite", "large", "--copy-mib", "65536"]).unwrap().copy_mib, 65536);
         assert!(parse(&["--suite", "large", "--transpose"]).unwrap().transpose);
         assert!(!parse(&["--suite", "large"]).unwrap().transpose);
         let e = parse(&["--from-csv", "a.csv", "--transpose"]).unwrap_err().to_string();

@@ -106,6 +106,25 @@ where
     Ok(n)
 }
 
+/// [`whole`] for a count in `lo..=hi`: a negative, malformed or out-of-range value is
+/// refused with the range expected.
+pub fn whole_in<T>(lo: T, hi: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+    T::Err: std::fmt::Display,
+{
+    move |s: &str| {
+        let n = s
+            .trim()
+            .parse::<T>()
+            .map_err(|e| format!("expected a whole number from {lo} to {hi}, found {s:?} ({e})"))?;
+        if n < lo || n > hi {
+            return Err(format!("expected a whole number from {lo} to {hi}, found {n}"));
+        }
+        Ok(n)
+    }
+}
+
 /// `--gpu N`, for every command that uses the GPU.
 #[derive(clap::Args, Debug)]
 pub struct GpuArg {
