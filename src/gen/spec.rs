@@ -307,10 +307,15 @@ impl Spec {
             Spec::Transpose(ref inner) => {
                 let i = inner.estimate(value_bytes)?;
                 // the inner matrix and its transpose side by side, plus the counting sort's
-                // cursors (8 bytes a column)
+                // offsets and cursors (8 bytes a column each) and its tasks' counts (8 bytes a
+                // column a task, the tasks at most one per 2 entries a column: at most 4 bytes
+                // an entry, one task's worth when serial)
+                let cols = i.ncols as u64;
+                let counts = (8 * cols).max(4 * i.nnz);
                 let both = csr_bytes(i.nrows as u64, i.nnz, value_bytes)
-                    .saturating_add(csr_bytes(i.ncols as u64, i.nnz, value_bytes))
-                    .saturating_add(8 * (i.ncols as u64 + 1));
+                    .saturating_add(csr_bytes(cols, i.nnz, value_bytes))
+                    .saturating_add(16 * cols + 8)
+                    .saturating_add(counts);
                 Estimate { nrows: i.ncols, ncols: i.nrows, nnz: i.nnz, peak: i.peak.max(both) }
             }
             Spec::Permute(ref inner) => {
