@@ -63,7 +63,12 @@ fn negative_whole_numbers_are_refused_saying_why() {
     assert_usage(&["bench", "--gen", "lap2d:5", "--graph-below", "-3"], bad);
     assert_usage(&["bench", "--gen", "lap2d:5", "--gpu", "-3"], bad);
     // ranged ones say their range
-    assert_usage(&["spmv", "gen:lap2d:5", "--repeats", "-1"], "-1 is not in 1..");
+    assert_usage(&["spmv", "gen:lap2d:5", "--repeats", "-1"], "expected a whole number >= 0, found \"-1\"");
+    assert_usage(&["spmv", "gen:lap2d:5", "--repeats", "0"], "expected a whole number >= 1, found 0");
+    assert_usage(
+        &["bench", "--gen", "lap2d:5", "--copy-mib", "-1"],
+        "expected a whole number from 1 to 65536, found \"-1\"",
+    );
     assert_usage(&["cg", "gen:lap2d:5", "--device", "cpu", "--check-interval", "-1"], "expected a whole number >= 0");
     assert_usage(&["cg", "gen:lap2d:5", "--device", "cpu", "--check-interval", "0"], "expected a whole number >= 1");
     assert_usage(&["cg", "gen:lap2d:5", "--device", "cpu", "--max-iter", "1e3"], "expected a whole number >= 0");

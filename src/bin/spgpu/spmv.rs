@@ -57,10 +57,10 @@ pub struct Args {
     #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
     pub precision: String,
     /// Timed repetitions; the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = crate::whole_in(1u32, u32::MAX))]
+    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one::<u32>)]
     pub repeats: u32,
     /// Back-to-back launches per repetition.
-    #[arg(long, default_value_t = 20, value_parser = crate::whole_in(1u32, u32::MAX))]
+    #[arg(long, default_value_t = 20, value_parser = crate::at_least_one::<u32>)]
     pub launches: u32,
     /// alpha in y = alpha*A*x + beta*y.
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
