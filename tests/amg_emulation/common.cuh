@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <algorithm>
 #include <barrier>
+#include <thread>
+#include <vector>
 using std::min; using std::sqrt; using std::fabs;
 #define __device__
 #define __global__
@@ -41,3 +43,15 @@ inline void __syncwarp(unsigned = 0xffffffffu) {}
 template <typename T> inline T __shfl_down_sync(unsigned, T v, unsigned, int = 32) { return v; }
 template <typename T> inline T __shfl_sync(unsigned, T v, int, int = 32) { return v; }
 inline float __double2float_rn(double v) { return (float)v; }
+// Runs a grid of `grid` blocks of 256 real threads, block after block (the block kernels:
+// the scan, the long rows' sort): a barrier for __syncthreads, the static arrays of a kernel
+// as its block's shared memory.
+template <class F> void launch_blocks(unsigned grid, F f) {
+    gridDim.x = grid; blockDim.x = 256;
+    for (unsigned b = 0; b < grid; ++b) {
+        std::barrier<> br(256); bar = &br;
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < 256; ++t) ts.emplace_back([&, b, t] { blockIdx.x = b; threadIdx.x = t; f(); });
+        for (auto& t : ts) t.join();
+    }
+}

@@ -7,7 +7,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 thread_local Dim blockIdx, threadIdx;
 Dim blockDim, gridDim;
@@ -23,17 +22,6 @@ template <class F> void launch(unsigned grid, F f) {
     std::shuffle(t.begin(), t.end(), rng);
     gridDim.x = grid; blockDim.x = 256;
     for (auto& p : t) { blockIdx.x = p.first; threadIdx.x = p.second; f(); }
-}
-// Runs a grid of `grid` blocks of 256 real threads (the block kernels: a barrier for
-// __syncthreads, the static arrays of the kernel as the block's shared memory).
-template <class F> void launch_blocks(unsigned grid, F f) {
-    gridDim.x = grid; blockDim.x = 256;
-    for (unsigned b = 0; b < grid; ++b) {
-        std::barrier<> br(256); bar = &br;
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < 256; ++t) ts.emplace_back([&, b, t] { blockIdx.x = b; threadIdx.x = t; f(); });
-        for (auto& t : ts) t.join();
-    }
 }
 unsigned grid_of(size_t n) { size_t g = (n + 255) / 256; return (unsigned)std::max<size_t>(1, std::min<size_t>(g, 3)); }
 // exclusive scan in place of counts (n+1), returns total

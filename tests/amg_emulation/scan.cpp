@@ -1,20 +1,10 @@
 // The scan kernels of ptx/amg.cu on the CPU, 256 real threads per block (run.sh).
 #include "amg.cu"
 #include <cstdio>
-#include <thread>
 #include <vector>
 #include <random>
 thread_local Dim blockIdx, threadIdx; Dim blockDim, gridDim;
 std::barrier<>* bar; unsigned long long shfl_slots[256];
-template <class F> void launch(unsigned grid, F f) {
-    gridDim.x = grid; blockDim.x = 256;
-    for (unsigned b = 0; b < grid; ++b) {
-        std::barrier<> br(256); bar = &br;
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < 256; ++t) ts.emplace_back([&, b, t] { blockIdx.x = b; threadIdx.x = t; f(); });
-        for (auto& t : ts) t.join();
-    }
-}
 int main() {
     int status = 0;
     std::mt19937 rng(7);
@@ -25,9 +15,9 @@ int main() {
         for (size_t i = 0; i < n; ++i) { ref[i] = run; run += c[i]; } ref[n] = run;
         unsigned tiles = std::max<size_t>(1, (n + 2047) / 2048);
         std::vector<unsigned long long> partials(tiles); unsigned long long total = 0;
-        launch(tiles, [&] { amg_scan_tiles_u32(n, c.data(), partials.data()); });
-        launch(1, [&] { amg_scan_partials_u32(tiles, partials.data(), &total); });
-        launch(tiles, [&] { amg_scan_apply_u32(n, c.data(), partials.data(), &total, c.data()); });
+        launch_blocks(tiles, [&] { amg_scan_tiles_u32(n, c.data(), partials.data()); });
+        launch_blocks(1, [&] { amg_scan_partials_u32(tiles, partials.data(), &total); });
+        launch_blocks(tiles, [&] { amg_scan_apply_u32(n, c.data(), partials.data(), &total, c.data()); });
         const bool same = c == ref && total == run;
         printf("amg emulation: scan of %zu counts (%u tiles) %s\n", n, tiles, same ? "equals the host" : "DIFFERS");
         if (!same) status = 1;
