@@ -874,7 +874,8 @@ pub(crate) fn transpose_fill(
 
 /// The count pass of `A B` in shared memory, `group` threads per row: `counts[i]` = the
 /// distinct columns of row `i` and `need[i]` = 0 where they fit in the group's share of the
-/// block's table ([`SHARED_SLOTS`] / (block / `group`) slots, at most half of them used);
+/// block's table (`AMG_SHARED_SLOTS` = 4096 in `ptx/amg.cu`, so `16 * group` slots for a
+/// block of 256, at most half of them used);
 /// else `counts[i]` = 0 and `need[i]` = the size of the row's global hash table (a power of
 /// two at least twice the most distinct columns the row can have: its products, at most
 /// `B`'s columns), for [`spgemm_symbolic`]. `too_many[0]` set to 1 where a row has more than
@@ -921,11 +922,6 @@ pub(crate) fn spgemm_count_shared(
     unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(m, group, bn, ao, ac, bo, bc, c, nd, t)) }
         .map_err(setup_error(SetupKernel::SpgemmCountShared))
 }
-
-/// The slots of the shared-memory table of one block of the SpGEMM passes
-/// (`AMG_SHARED_SLOTS` in `ptx/amg.cu`): a group of `g` threads gets `SHARED_SLOTS * g /
-/// BLOCK` of them and fits a row of at most half as many distinct columns.
-pub(crate) const SHARED_SLOTS: usize = 4096;
 
 /// The numeric pass of `A B` in shared memory for the rows [`spgemm_count_shared`] fitted
 /// there (`t_off[i + 1] == t_off[i]`): their sorted columns and values into `c_cols` and
